@@ -1,0 +1,113 @@
+# recfs: one block of variables, the library built once, every tool linking it.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= build
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+
+WARN := -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+SAN_CFLAGS ?=
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) $(CFLAGS) $(SAN_CFLAGS) \
+	-Ifs/include -Ifs/lib
+LDFLAGS ?=
+ALL_LDFLAGS = $(LDFLAGS) $(SAN_CFLAGS)
+
+# libaio ships no .pc file on Debian 12; fall back to -laio.
+PC_LIBS := libxxhash blkid uuid
+LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PC_LIBS) 2>/dev/null)
+LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(PC_LIBS) 2>/dev/null || echo -lxxhash -lblkid -luuid)
+AIO_LIBS := $(shell $(PKG_CONFIG) --libs libaio 2>/dev/null || echo -laio)
+FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
+FUSE_LIBS := $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null || echo -lfuse3)
+CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka 2>/dev/null)
+CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
+THREAD_LIBS := -lpthread
+
+LIBRECFS := $(BUILD)/lib/librecfs.a
+LIB_SRCS := $(wildcard fs/lib/*.c)
+LIB_OBJS := $(patsubst fs/lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
+LIB_HDRS := $(wildcard fs/include/recfs/*.h) $(wildcard fs/lib/*.h)
+
+# Each component adds to these in its rules.mk.
+PROGS :=
+MAN_PAGES := $(wildcard man/*.[1-8])
+UNIT_TESTS :=
+EXTRA_CHECK_DEPS :=
+
+.PHONY: all clean install check deps demo asan check-asan fuzz bench help
+all: programs
+
+include $(wildcard */rules.mk) $(wildcard fs/*/rules.mk)
+
+programs: $(PROGS)
+
+$(BUILD)/obj/%.o: %.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/lib/%.o: fs/lib/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
+
+$(LIBRECFS): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+# ---------------------------------------------------------------- packages
+DEB_PKGS := libfuse3-dev fuse3 libaio-dev libxxhash-dev libcmocka-dev libblkid-dev uuid-dev \
+	fio pkg-config attr python3 util-linux xxd
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install:$$missing" >&2; exit 1; fi; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+	@[ -e $(BUILD)/.deps ] || { mkdir -p $(BUILD) && touch $(BUILD)/.deps; }
+
+# ------------------------------------------------------------------ tests
+check: deps
+	$(MAKE) all $(UNIT_TESTS) $(EXTRA_CHECK_DEPS)
+	BUILD=$(BUILD) tests/run.sh
+
+asan: deps
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+		SAN_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" all
+
+check-asan: deps
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+		SAN_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all" check
+
+demo: deps all
+	BUILD=$(BUILD) tools/demo.sh
+
+# ---------------------------------------------------------------- install
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/recfs $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man8
+	for p in $(PROGS); do \
+		case $$(basename $$p) in mkfs.*|fsck.*|mount.*|recfs-mount) d=sbin;; *) d=bin;; esac; \
+		install -m 0755 $$p $(DESTDIR)$(PREFIX)/$$d/; \
+	done
+	install -m 0644 $(LIBRECFS) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 fs/include/recfs/*.h $(DESTDIR)$(PREFIX)/include/recfs/
+	for m in $(MAN_PAGES); do \
+		s=$${m##*.}; install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; \
+	done
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/.*RECFS_VERSION_STRING "\(.*\)"/\1/p' fs/include/recfs/recfs.h)|' \
+		fs/librecfs.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/librecfs.pc
+
+clean:
+	rm -rf build build-asan build-fuzz
+
+help:
+	@echo "make            build every program into $(BUILD)/bin"
+	@echo "make check      install missing packages, build, run every test"
+	@echo "make demo       record-free demo on a 4-member file-backed pack"
+	@echo "make check-asan the suite under ASan+UBSan"
+	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"

@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfs-mount data path: a cache of whole, verified chunks in aligned
+ * buffers, filled by the requesting FUSE thread and by a pool of fetch
+ * threads.  A read touching several chunks (on different members) has all
+ * of them fetched at once; a sequential reader has the next chunks fetched
+ * ahead of it, so every member has a request in flight.  Replies point
+ * straight into the cached buffers (fuse_reply_iov): one copy, into the
+ * kernel.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+enum { RM_EMPTY = 0, RM_LOADING, RM_VALID };
+enum { CL_HIT, CL_FILL, CL_WAIT, CL_NONE };
+
+struct rm_chunk {
+	uint64_t uid, k;        /* key (uid 0: none) */
+	uint32_t len;           /* valid bytes when VALID */
+	int state;
+	int err;                /* fill result when it failed */
+	unsigned refs;
+	uint64_t tick;          /* last use, for LRU */
+	bool temp;              /* outside the cache: freed on last put */
+	void *buf;
+	/* what to fill it from (set by whoever queues it) */
+	struct rm_node *node;
+	struct recfs_rec rec;
+};
+
+struct rm_cache {
+	pthread_mutex_t lock;
+	pthread_cond_t done;    /* an entry left LOADING */
+	pthread_cond_t work;    /* a job was queued */
+	struct rm_chunk *e;
+	unsigned n;
+	uint64_t tick;
+	struct rm_chunk **q;
+	unsigned qcap, qhead, qlen;
+	pthread_t *thr;
+	unsigned nthr;
+	bool stop;
+};
+
+static void *chunk_buf_alloc(size_t len)
+{
+	void *b = NULL;
+	if (posix_memalign(&b, 4096, len))
+		return NULL;
+	return b;
+}
+
+/* Read chunk k of r from its member and check it.  Fills buf, *lenp. */
+static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recfs_rec *r,
+		       uint64_t k, void *buf, uint32_t *lenp)
+{
+	const struct recfs_geom *g = c->g;
+	uint64_t cs = g->chunk_size, start = k * cs, want, moff;
+	unsigned m;
+	struct recfs_dev *d;
+	size_t rlen, done = 0;
+	int rc;
+
+	if (start >= r->committed_len)
+		return -EIO;
+	want = r->committed_len - start;
+	if (want > cs)
+		want = cs;
+	recfs_map(g, r->ext_start + start, &m, &moff);
+	d = recfs_pack_dev(c->p, m);
+	if (!d) {
+		rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": member %u is missing", r->name, start,
+		       start + want - 1, m);
+		return -EIO;
+	}
+	rlen = want;
+	if (d->direct || d->fd < 0) {
+		uint64_t a = d->lbs > RECFS_BLOCK ? d->lbs : RECFS_BLOCK;
+		rlen = (size_t)((want + a - 1) / a * a);
+		if (rlen > cs)
+			rlen = cs;
+	}
+	while (done < rlen) {
+		ssize_t n;
+		if (d->fd >= 0) {
+			n = pread(d->fd, (char *)buf + done, rlen - done, (off_t)(moff + done));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				rc = -errno;
+			else
+				rc = 0;
+		} else {
+			rc = d->ops->pread(d, (char *)buf + done, rlen - done, moff + done);
+			n = rc < 0 ? -1 : (ssize_t)(rlen - done);
+		}
+		if (rc < 0) {
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": read error on member %s at %" PRIu64
+			       ": %s",
+			       r->name, start, start + want - 1, d->path, moff + done, strerror(-rc));
+			return -EIO;
+		}
+		if (n == 0) {
+			if (done >= want)
+				break;
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": member %s ends at %" PRIu64, r->name,
+			       start, start + want - 1, d->path, moff + done);
+			return -EIO;
+		}
+		done += (size_t)n;
+	}
+	if (c->o.verify) {
+		struct recfs_slot slot;
+		uint64_t csum;
+		uint32_t elen;
+		rc = rm_node_slot(c, node, r, k, &slot);
+		if (rc == 0)
+			rc = recfs_rec_expect(c->p, r, k, &slot, &csum, &elen);
+		if (rc < 0) {
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": no checksum: %s", r->name, start,
+			       start + want - 1, recfs_errmsg());
+			return -EIO;
+		}
+		if (elen != want || recfs_chunk_csum(r->uid, k, buf, want) != csum) {
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64
+			       ": checksum mismatch (member %s at %" PRIu64 ")",
+			       r->name, start, start + want - 1, d->path, moff);
+			return -EIO;
+		}
+	}
+	*lenp = (uint32_t)want;
+	return 0;
+}
+
+/* Under ca->lock.  Finds chunk (uid, k) holding at least need bytes, or
+ * claims a free entry for it.  *how: CL_HIT (valid, referenced), CL_WAIT
+ * (being filled by someone else, referenced), CL_FILL (claimed LOADING,
+ * the caller fills it), CL_NONE (nothing free; NULL). */
+static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t k, uint32_t need,
+			      int *how)
+{
+	struct rm_chunk *victim = NULL;
+	for (unsigned i = 0; i < ca->n; i++) {
+		struct rm_chunk *e = &ca->e[i];
+		if (e->uid == uid && e->k == k && e->state != RM_EMPTY) {
+			if (e->state == RM_LOADING) {
+				e->refs++;
+				*how = CL_WAIT;
+				return e;
+			}
+			if (e->len >= need) {
+				e->refs++;
+				e->tick = ++ca->tick;
+				*how = CL_HIT;
+				return e;
+			}
+			e->uid = 0; /* too short: the recording grew since */
+		}
+		if (e->refs || e->state == RM_LOADING)
+			continue;
+		if (!victim)
+			victim = e;
+		else if (victim->uid != 0 && (e->uid == 0 || e->tick < victim->tick))
+			victim = e;
+	}
+	if (!victim) {
+		*how = CL_NONE;
+		return NULL;
+	}
+	victim->uid = uid;
+	victim->k = k;
+	victim->state = RM_LOADING;
+	victim->len = 0;
+	victim->err = 0;
+	victim->refs = 1;
+	victim->tick = ++ca->tick;
+	*how = CL_FILL;
+	return victim;
+}
+
+static void put_locked(struct rm_cache *ca, struct rm_chunk *e)
+{
+	if (--e->refs == 0 && e->temp) {
+		free(e->buf);
+		free(e);
+	}
+}
+
+static void put(struct rm_cache *ca, struct rm_chunk *e)
+{
+	pthread_mutex_lock(&ca->lock);
+	put_locked(ca, e);
+	pthread_mutex_unlock(&ca->lock);
+}
+
+/* Fill a claimed entry from e->node/e->rec and publish the result. */
+static int fill(struct rm_ctx *c, struct rm_chunk *e)
+{
+	struct rm_cache *ca = c->cache;
+	uint32_t len = 0;
+	int rc = 0;
+
+	if (!e->buf)
+		e->buf = chunk_buf_alloc(c->g->chunk_size);
+	if (!e->buf)
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = chunk_fetch(c, e->node, &e->rec, e->k, e->buf, &len);
+	pthread_mutex_lock(&ca->lock);
+	if (rc == 0) {
+		e->state = RM_VALID;
+		e->len = len;
+	} else {
+		e->state = RM_EMPTY;
+		e->uid = 0;
+		e->err = rc;
+	}
+	pthread_cond_broadcast(&ca->done);
+	pthread_mutex_unlock(&ca->lock);
+	return rc;
+}
+
+/* Under ca->lock: hand a claimed entry to the fetch threads (takes a
+ * reference for them).  false when there are none or the queue is full. */
+static bool enqueue(struct rm_cache *ca, struct rm_chunk *e)
+{
+	if (!ca->nthr || ca->qlen == ca->qcap)
+		return false;
+	e->refs++;
+	ca->q[(ca->qhead + ca->qlen++) % ca->qcap] = e;
+	pthread_cond_signal(&ca->work);
+	return true;
+}
+
+static void *fetch_thread(void *arg)
+{
+	struct rm_ctx *c = arg;
+	struct rm_cache *ca = c->cache;
+	pthread_mutex_lock(&ca->lock);
+	for (;;) {
+		struct rm_chunk *e;
+		while (!ca->stop && ca->qlen == 0)
+			pthread_cond_wait(&ca->work, &ca->lock);
+		if (ca->stop)
+			break;
+		e = ca->q[ca->qhead];
+		ca->qhead = (ca->qhead + 1) % ca->qcap;
+		ca->qlen--;
+		pthread_mutex_unlock(&ca->lock);
+		fill(c, e);
+		pthread_mutex_lock(&ca->lock);
+		put_locked(ca, e);
+	}
+	pthread_mutex_unlock(&ca->lock);
+	return NULL;
+}
+
+static struct rm_chunk *temp_entry(uint64_t uid, uint64_t k)
+{
+	struct rm_chunk *e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->uid = uid;
+	e->k = k;
+	e->state = RM_LOADING;
+	e->refs = 1;
+	e->temp = true;
+	return e;
+}
+
+#define RM_MAX_SPAN 64u
+
+void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct recfs_rec *r,
+	     size_t size, uint64_t off)
+{
+	struct rm_cache *ca = c->cache;
+	uint64_t cs = c->g->chunk_size, end = off + size, k0 = off / cs, k1 = (end - 1) / cs;
+	unsigned n = (unsigned)(k1 - k0 + 1), i;
+	struct rm_chunk *es[RM_MAX_SPAN];
+	int how[RM_MAX_SPAN];
+	struct iovec iov[RM_MAX_SPAN];
+	size_t got = 0;
+	int err = 0;
+
+	if (n > RM_MAX_SPAN) { /* max_read keeps requests far below this */
+		n = RM_MAX_SPAN;
+		end = (k0 + n) * cs;
+	}
+	for (int attempt = 0;; attempt++) {
+		struct rm_chunk *inl = NULL;
+		bool retry = false;
+		pthread_mutex_lock(&ca->lock);
+		for (i = 0; i < n; i++) {
+			uint64_t k = k0 + i, cend = (k + 1) * cs;
+			uint32_t need = (uint32_t)((cend < end ? cend : end) - k * cs);
+			es[i] = claim(ca, r->uid, k, need, &how[i]);
+			if (how[i] == CL_NONE) {
+				es[i] = temp_entry(r->uid, k);
+				how[i] = CL_FILL;
+			}
+			if (es[i] && how[i] == CL_FILL) {
+				es[i]->node = f->node;
+				es[i]->rec = *r;
+				/* fill the first one here, the others in parallel */
+				if (!inl && !es[i]->temp)
+					inl = es[i];
+				else if (es[i]->temp || !enqueue(ca, es[i]))
+					how[i] = CL_FILL; /* filled below, here */
+				else
+					how[i] = CL_WAIT;
+			}
+		}
+		/* prefetch for a sequential reader */
+		if (c->o.prefetch && k1 == (end - 1) / cs) {
+			uint64_t last = (r->committed_len + cs - 1) / cs;
+			uint64_t prev = __atomic_load_n(&f->next_off, __ATOMIC_RELAXED);
+			if (off <= prev + cs && off + cs >= prev) {
+				uint64_t j = f->ahead > k1 + 1 && f->ahead <= k1 + c->o.prefetch + 1
+						     ? f->ahead
+						     : k1 + 1;
+				for (; j <= k1 + c->o.prefetch && j < last; j++) {
+					int h;
+					uint32_t need = (uint32_t)((j + 1) * cs <= r->committed_len
+									  ? cs
+									  : r->committed_len - j * cs);
+					struct rm_chunk *e = claim(ca, r->uid, j, need, &h);
+					if (h == CL_NONE)
+						break;
+					if (h == CL_FILL) {
+						e->node = f->node;
+						e->rec = *r;
+						if (!enqueue(ca, e)) {
+							e->state = RM_EMPTY;
+							e->uid = 0;
+							put_locked(ca, e);
+							break;
+						}
+					}
+					put_locked(ca, e);
+				}
+				f->ahead = j;
+			}
+			__atomic_store_n(&f->next_off, end, __ATOMIC_RELAXED);
+		}
+		pthread_mutex_unlock(&ca->lock);
+
+		for (i = 0; i < n; i++)
+			if (es[i] && how[i] == CL_FILL)
+				fill(c, es[i]);
+		err = 0;
+		got = 0;
+		pthread_mutex_lock(&ca->lock);
+		for (i = 0; i < n; i++) {
+			struct rm_chunk *e = es[i];
+			uint64_t k = k0 + i, cstart = k * cs, cend = cstart + cs;
+			uint64_t from = off > cstart ? off - cstart : 0;
+			uint64_t to = (cend < end ? cend : end) - cstart;
+			if (!e) {
+				if (!err)
+					err = -ENOMEM;
+				continue;
+			}
+			while (e->state == RM_LOADING)
+				pthread_cond_wait(&ca->done, &ca->lock);
+			if (err)
+				continue;
+			if (e->state != RM_VALID || e->uid != r->uid || e->k != k) {
+				err = e->err ? e->err : -EAGAIN;
+				continue;
+			}
+			if (e->len < to) {
+				err = -EAGAIN;
+				continue;
+			}
+			iov[i].iov_base = (char *)e->buf + from;
+			iov[i].iov_len = to - from;
+			got = i + 1;
+		}
+		pthread_mutex_unlock(&ca->lock);
+		if (err == -EAGAIN && attempt < 3) {
+			retry = true;
+			for (i = 0; i < n; i++)
+				if (es[i])
+					put(ca, es[i]);
+		}
+		(void)inl;
+		if (!retry)
+			break;
+	}
+	/* A bad chunk fails only reads that start in it: a read running into
+	 * it returns the bytes before it. */
+	if (got > 0)
+		fuse_reply_iov(req, iov, (int)got);
+	else
+		fuse_reply_err(req, err == -EAGAIN || err == 0 ? EIO : -err);
+	for (i = 0; i < n; i++)
+		if (es[i])
+			put(ca, es[i]);
+}
+
+int rm_cache_new(struct rm_ctx *c)
+{
+	struct rm_cache *ca = calloc(1, sizeof(*ca));
+	uint64_t cs = c->g->chunk_size;
+	unsigned per_req = (unsigned)(((1u << 20) + cs - 1) / cs) + 1;
+	uint64_t budget = ((uint64_t)c->o.cache_mb << 20) / cs;
+	uint64_t min = (uint64_t)c->o.prefetch * 2 + per_req * 2 + 2;
+	if (!ca)
+		return -ENOMEM;
+	c->cache = ca;
+	ca->n = (unsigned)(budget > min ? budget : min);
+	if (ca->n > 4096)
+		ca->n = 4096;
+	ca->e = calloc(ca->n, sizeof(*ca->e));
+	ca->qcap = ca->n * 2;
+	ca->q = calloc(ca->qcap, sizeof(*ca->q));
+	if (!ca->e || !ca->q)
+		return -ENOMEM;
+	pthread_mutex_init(&ca->lock, NULL);
+	pthread_cond_init(&ca->done, NULL);
+	pthread_cond_init(&ca->work, NULL);
+	ca->thr = calloc(c->o.io_threads ? c->o.io_threads : 1, sizeof(*ca->thr));
+	if (!ca->thr)
+		return -ENOMEM;
+	for (unsigned i = 0; i < c->o.io_threads; i++) {
+		int rc = pthread_create(&ca->thr[i], NULL, fetch_thread, c);
+		if (rc)
+			return -rc;
+		ca->nthr++;
+	}
+	return 0;
+}
+
+void rm_cache_free(struct rm_ctx *c)
+{
+	struct rm_cache *ca = c->cache;
+	if (!ca)
+		return;
+	if (ca->thr) {
+		pthread_mutex_lock(&ca->lock);
+		ca->stop = true;
+		pthread_cond_broadcast(&ca->work);
+		pthread_mutex_unlock(&ca->lock);
+		for (unsigned i = 0; i < ca->nthr; i++)
+			pthread_join(ca->thr[i], NULL);
+		free(ca->thr);
+	}
+	if (ca->e)
+		for (unsigned i = 0; i < ca->n; i++)
+			free(ca->e[i].buf);
+	free(ca->e);
+	free(ca->q);
+	free(ca);
+	c->cache = NULL;
+}
+
+size_t rm_unreadable(struct rm_ctx *c, const struct recfs_rec *r, char *buf, size_t len)
+{
+	uint64_t cs = c->g->chunk_size, nchunks = (r->committed_len + cs - 1) / cs;
+	uint64_t run_start = 0;
+	bool in_run = false;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (uint64_t k = 0; k <= nchunks; k++) {
+		bool bad = false;
+		if (k < nchunks) {
+			unsigned m;
+			uint64_t moff;
+			recfs_map(c->g, r->ext_start + k * cs, &m, &moff);
+			bad = recfs_pack_dev(c->p, m) == NULL;
+		}
+		if (bad && !in_run) {
+			run_start = k * cs;
+			in_run = true;
+		} else if (!bad && in_run) {
+			uint64_t e = k * cs < r->committed_len ? k * cs : r->committed_len;
+			int w = snprintf(buf + used, len - used, "%" PRIu64 "-%" PRIu64 "\n", run_start,
+					 e - 1);
+			in_run = false;
+			if (w < 0 || (size_t)w >= len - used - 8) {
+				used += (size_t)snprintf(buf + used, len - used, "...\n");
+				break;
+			}
+			used += (size_t)w;
+		}
+	}
+	return used;
+}

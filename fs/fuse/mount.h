@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfs-mount internals: the FUSE driver's shared state.
+ *
+ * Locking: ctx->meta serialises every librecfs call that touches the
+ * pack's in-memory directory or reads metadata (lookup, get, next,
+ * refresh, reload, slots, info).  The data path never takes it: it maps
+ * chunks with recfs_map and preads the member fds directly.  Each node
+ * has its own lock for its recording copy and its checksum-slot pages.
+ * The chunk cache has one lock and one condition variable.
+ */
+#ifndef RECFS_MOUNT_H
+#define RECFS_MOUNT_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "recfs/recfs.h"
+
+#define RM_SLOT_PAGE 4096u            /* checksum slots loaded per read (64 KiB) */
+#define RM_REFRESH_NS (100ull * 1000000)  /* at most one refresh per 100 ms */
+
+struct rm_opts {
+	uid_t uid;
+	gid_t gid;
+	mode_t umask;
+	bool verify;
+	bool degraded;
+	bool direct_io;       /* FOPEN_DIRECT_IO on every open */
+	bool keep_cache;      /* FOPEN_KEEP_CACHE on sealed recordings */
+	bool clone_fd;
+	bool single;          /* single-threaded session loop */
+	bool foreground;
+	bool debug;
+	unsigned threads;     /* max FUSE worker threads */
+	unsigned io_threads;  /* chunk fetch threads */
+	unsigned prefetch;    /* chunks fetched ahead of a sequential reader */
+	unsigned cache_mb;    /* chunk cache budget */
+	unsigned readahead_kb;  /* bdi read_ahead_kb; 0: leave */
+	unsigned max_background;  /* 0: kernel default */
+};
+
+struct rm_node {
+	pthread_mutex_t lock;
+	struct recfs_rec rec;      /* copy; refreshed while RECORDING */
+	uint64_t refreshed_ns;
+	bool gone;                 /* deleted (or index reused) since lookup */
+	bool reused;               /* index held another recording before */
+	/* checksum slots in pages of RM_SLOT_PAGE; page_n[i] valid slots */
+	struct recfs_slot **pages;
+	uint32_t *page_n;
+	uint64_t npages;
+};
+
+struct rm_file {
+	struct rm_node *node;
+	uint64_t uid;
+	uint64_t next_off;         /* where a sequential reader goes next */
+	uint64_t ahead;            /* first chunk not yet prefetched */
+};
+
+struct rm_cache;
+
+struct rm_ctx {
+	struct rm_opts o;
+	struct recfs_pack *p;
+	const struct recfs_geom *g;
+	char *spec;
+	char *mountpoint;
+	struct fuse_session *se;
+	pthread_mutex_t meta;
+	uint64_t reloaded_ns;
+	uint64_t created_ns;
+	uint32_t dir_capacity;
+	struct rm_node **nodes;    /* by directory index */
+	struct rm_cache *cache;
+	bool ra_set;
+};
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops rm_ops;
+void rm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rm_log_init(bool foreground);
+uint64_t rm_now(void);
+/* Snapshot of a node's recording, refreshed first when it is still being
+ * recorded and the last refresh is older than RM_REFRESH_NS (force: any
+ * age).  Returns 0, -ENOENT when gone. */
+int rm_node_snapshot(struct rm_ctx *c, struct rm_node *n, bool force, struct recfs_rec *out);
+/* The checksum slot of chunk k (committed in r). */
+int rm_node_slot(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r, uint64_t k,
+		 struct recfs_slot *out);
+void rm_nodes_free(struct rm_ctx *c);
+
+/* cache.c */
+int rm_cache_new(struct rm_ctx *c);
+void rm_cache_free(struct rm_ctx *c);
+/* Serve a read of [off, off+size) of r (already clipped to committed). */
+void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct recfs_rec *r,
+	     size_t size, uint64_t off);
+/* Byte ranges of r on missing members, "START-END\n" lines, into buf. */
+size_t rm_unreadable(struct rm_ctx *c, const struct recfs_rec *r, char *buf, size_t len);
+
+#endif

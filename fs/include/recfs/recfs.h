@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * librecfs: the public interface.
+ *
+ * Conventions: functions return 0 (or a count) on success and a negative
+ * errno on failure.  The failing call also leaves a one-line human message
+ * naming the member/recording and what is wrong, readable with
+ * recfs_errmsg() in the same thread until the next failing call.
+ * Metadata corruption is -EUCLEAN; a data chunk that fails its checksum is
+ * -EIO with the byte range in recfs_errmsg().
+ */
+#ifndef RECFS_RECFS_H
+#define RECFS_RECFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "recfs/format.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RECFS_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- errors */
+const char *recfs_errmsg(void);
+/* set the thread's message (printf style); returns err for tail calls */
+int recfs_seterr(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* --------------------------------------------------------------- devices */
+struct recfs_dev;
+
+/* All member I/O goes through these.  Lengths and offsets of metadata I/O
+ * are multiples of RECFS_BLOCK; buffers are RECFS_BLOCK aligned. */
+struct recfs_dev_ops {
+	int (*pread)(struct recfs_dev *d, void *buf, size_t len, uint64_t off);
+	int (*pwrite)(struct recfs_dev *d, const void *buf, size_t len, uint64_t off);
+	int (*flush)(struct recfs_dev *d);
+	void (*close)(struct recfs_dev *d);
+};
+
+struct recfs_dev {
+	const struct recfs_dev_ops *ops;
+	char *path;     /* as given; used in every message */
+	uint64_t size;  /* bytes */
+	uint32_t lbs;   /* logical block size (512 or 4096) */
+	int fd;         /* -1 for non-file backends */
+	bool direct;    /* fd was opened with O_DIRECT */
+	bool blkdev;
+	dev_t st_dev;   /* identity, to refuse the same member twice */
+	ino_t st_ino;
+	dev_t st_rdev;
+	void *priv;
+};
+
+#define RECFS_DEV_WRITE 0x1     /* open read-write */
+#define RECFS_DEV_EXCL 0x2      /* O_EXCL on block devices, flock on files */
+#define RECFS_DEV_BUFFERED 0x4  /* no O_DIRECT */
+
+int recfs_dev_open(const char *path, unsigned flags, struct recfs_dev **out);
+void recfs_dev_close(struct recfs_dev *d);
+/* libblkid probe: *what gets e.g. "xfs filesystem" or "gpt partition table";
+ * returns 1 if a signature was found, 0 if none, <0 on error. */
+int recfs_dev_probe(struct recfs_dev *d, char *what, size_t whatlen);
+/* remove every signature libblkid finds (mkfs -f) */
+int recfs_dev_wipe(struct recfs_dev *d);
+/* is the device (or a partition of it) mounted? 1 yes, 0 no */
+int recfs_dev_mounted(const char *path);
+
+/* Split "a,b,c" into paths.  Free with recfs_spec_free. */
+int recfs_spec_split(const char *spec, char ***paths, unsigned *n);
+void recfs_spec_free(char **paths, unsigned n);
+
+/* ------------------------------------------------------------- geometry */
+struct recfs_geom {
+	uint32_t members;
+	uint32_t chunk_size;
+	uint32_t chunk_shift;
+	uint32_t dir_capacity;
+	uint64_t member_size;   /* usable bytes per member */
+	uint64_t rows;          /* data chunks per member */
+	uint64_t row_bytes;     /* chunk_size * members: the allocation unit */
+	uint64_t capacity;      /* rows * row_bytes: logical data bytes */
+	uint64_t bitmap_off, bitmap_copy_size, dir_off, csum_off, csum_size;
+	uint64_t data_off, backup_off;
+};
+
+/* Lay out a pack; -ENOSPC (with message) if member_size cannot hold the
+ * metadata and at least one row of data. */
+int recfs_geom_compute(struct recfs_geom *g, uint32_t members, uint64_t member_size,
+		       uint32_t chunk_size, uint32_t dir_capacity);
+/* The stripe map: logical byte -> (member, byte offset on that member). */
+void recfs_map(const struct recfs_geom *g, uint64_t logical, unsigned *member,
+	       uint64_t *member_off);
+
+/* ---------------------------------------------------------------- packs */
+struct recfs_pack;
+
+#define RECFS_O_RDWR 0x1      /* one exclusive writer (locks every member) */
+#define RECFS_O_DEGRADED 0x2  /* assemble with missing members */
+#define RECFS_O_BUFFERED 0x4  /* members without O_DIRECT */
+
+/* spec: comma-separated member paths in any order. */
+int recfs_pack_open(const char *spec, unsigned flags, struct recfs_pack **out);
+/* Assemble from opened devices (any backend).  Takes ownership of every
+ * dev, also on failure. */
+int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
+			 struct recfs_pack **out);
+/* Flushes (read-write) and frees; returns the flush result. */
+int recfs_pack_close(struct recfs_pack *p);
+/* Re-read the bitmap header and directory: a read-only opener following a
+ * live writer.  Existing recfs_rec copies stay valid. */
+int recfs_pack_reload(struct recfs_pack *p);
+
+const struct recfs_geom *recfs_pack_geom(const struct recfs_pack *p);
+/* member i's device, NULL if missing (degraded) */
+struct recfs_dev *recfs_pack_dev(struct recfs_pack *p, unsigned i);
+
+struct recfs_pack_info {
+	uint8_t uuid[16];
+	char label[RECFS_LABEL_MAX + 1];
+	uint64_t created_ns;
+	uint32_t members, members_present;
+	uint32_t chunk_size;
+	uint32_t dir_capacity;
+	uint32_t recordings;
+	uint64_t capacity, used, free, largest_free;
+	uint64_t compat, incompat;
+	uint32_t bad_entries;   /* directory entries skipped as unusable: run fsck */
+};
+int recfs_pack_info(struct recfs_pack *p, struct recfs_pack_info *info);
+
+struct recfs_member_info {
+	const char *path;   /* NULL when missing */
+	uint8_t uuid[16];
+	uint64_t dev_size;
+	bool present;
+	bool failed;        /* an I/O error since open */
+};
+int recfs_pack_member(struct recfs_pack *p, unsigned i, struct recfs_member_info *mi);
+
+struct recfs_mkfs_opts {
+	uint32_t chunk_size;    /* 0: default */
+	uint32_t dir_capacity;  /* 0: default */
+	const char *label;      /* NULL: empty */
+	const uint8_t *uuid;    /* NULL: generate */
+	uint64_t created_ns;    /* 0: now */
+};
+/* Write a new pack over devs (in member order).  Writes superblocks and the
+ * first bitmap copy only.  Does not probe signatures (the tool does). */
+int recfs_mkfs(struct recfs_dev **devs, unsigned n, const struct recfs_mkfs_opts *o,
+	       uint8_t uuid_out[16]);
+
+/* ------------------------------------------------------------ recordings */
+struct recfs_gap {
+	uint64_t offset;
+	uint32_t frames;
+	uint16_t thread;
+};
+
+struct recfs_loss {
+	uint64_t packets, wrong_size, dropped;
+	uint64_t frames_lost, out_of_order, invalid;
+	uint32_t gap_count, gap_flags;
+	struct recfs_gap gaps[RECFS_GAPS_MAX];
+};
+
+struct recfs_input {
+	uint8_t format;         /* RECFS_FMT_* */
+	uint32_t frame_size;
+	char source[RECFS_SOURCE_MAX + 1];
+};
+
+/* A recording, in host order.  A copy: refresh it to see a writer's progress. */
+struct recfs_rec {
+	uint32_t index;         /* directory index: stable for its life */
+	uint64_t seq;
+	uint8_t state;          /* RECFS_STATE_* */
+	char name[RECFS_NAME_MAX + 1];
+	uint64_t uid;
+	uint64_t ext_start, alloc_len, committed_len, tail_csum;
+	uint64_t start_ns, end_ns;
+	struct recfs_input input;
+	struct recfs_loss loss;
+};
+
+/* 0 if name is acceptable, else -EINVAL with the reason */
+int recfs_name_check(const char *name);
+/* Add a gap, merging the closest neighbours when the table is full. */
+void recfs_loss_add_gap(struct recfs_loss *l, uint64_t offset, uint32_t frames, uint16_t thread);
+
+int recfs_rec_lookup(struct recfs_pack *p, const char *name, struct recfs_rec *out);
+int recfs_rec_get(struct recfs_pack *p, uint32_t index, struct recfs_rec *out);
+/* Iterate: fills the first recording with index >= *index and sets *index
+ * to it; -ENOENT when none is left.  Next call: (*index)++ first. */
+int recfs_rec_next(struct recfs_pack *p, uint32_t *index, struct recfs_rec *out);
+/* Re-read one entry from the members (read-only follower of a writer). */
+int recfs_rec_refresh(struct recfs_pack *p, struct recfs_rec *r);
+
+/* Create NAME in state RECORDING.  size_hint 0: take the largest free
+ * extent (unknown length); else the smallest free extent that holds it. */
+int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_input *in,
+		     uint64_t size_hint, struct recfs_rec *out);
+
+/* Make a longer prefix durable.  The caller has written the data (through
+ * the member devices or their fds).  csums[] are the checksums of the
+ * recording's chunks first = r->committed_len / chunk_size up to
+ * ceil(len / chunk_size) - 1 (the last one over len % chunk_size bytes
+ * when len is not a chunk multiple).  Order: flush members, write slots,
+ * flush, write entry, flush. */
+struct recfs_commit {
+	uint64_t len;
+	const uint64_t *csums;
+	uint64_t end_ns;               /* 0: now */
+	const struct recfs_loss *loss; /* NULL: unchanged */
+};
+int recfs_rec_commit(struct recfs_pack *p, struct recfs_rec *r, const struct recfs_commit *c);
+/* Commit (c may be NULL), mark SEALED, return the unused whole rows. */
+int recfs_rec_seal(struct recfs_pack *p, struct recfs_rec *r, const struct recfs_commit *c);
+
+#define RECFS_DEL_FORCE 0x1  /* also delete an unsealed (crashed) recording */
+int recfs_rec_delete(struct recfs_pack *p, uint32_t index, unsigned flags);
+
+/* Synchronous appender for simple writers (tools, tests): buffers one chunk,
+ * writes whole chunks through the device ops, keeps the checksums, and
+ * commits on recfs_rec_sync. */
+struct recfs_appender;
+int recfs_appender_new(struct recfs_pack *p, struct recfs_rec *r, struct recfs_appender **out);
+int recfs_append(struct recfs_appender *a, const void *buf, size_t len);
+int recfs_append_sync(struct recfs_appender *a);  /* commit everything appended */
+int recfs_append_seal(struct recfs_appender *a);  /* sync, seal */
+void recfs_appender_free(struct recfs_appender *a);
+
+/* Checksums.  chunk is the index within the recording (0 = first). */
+uint64_t recfs_chunk_seed(uint64_t uid, uint64_t chunk);
+uint64_t recfs_chunk_csum(uint64_t uid, uint64_t chunk, const void *data, size_t len);
+
+struct recfs_slot {
+	uint64_t csum;
+	uint32_t len;
+};
+/* Read checksum slots [first, first+n) of the recording (from the first
+ * member whose copy reads; slots are replicated on every member). */
+int recfs_rec_slots(struct recfs_pack *p, const struct recfs_rec *r, uint64_t first, uint64_t n,
+		    struct recfs_slot *out);
+/* The checksum and length the committed data of chunk c must match. */
+int recfs_rec_expect(struct recfs_pack *p, const struct recfs_rec *r, uint64_t c,
+		     const struct recfs_slot *slot_c, uint64_t *csum, uint32_t *len);
+
+#define RECFS_READ_VERIFY 0x1
+/* Read committed bytes; returns bytes read (0 at end) or -errno.  With
+ * VERIFY every chunk touched is read whole and checked. */
+ssize_t recfs_rec_pread(struct recfs_pack *p, const struct recfs_rec *r, void *buf, size_t len,
+			uint64_t off, unsigned flags);
+
+/* Small helpers shared by the tools */
+uint64_t recfs_now_ns(void);
+/* "1M", "64KiB", "2G", "1000" -> bytes; -EINVAL on junk */
+int recfs_parse_size(const char *s, uint64_t *out);
+/* human size into buf: "1.50 GiB" */
+const char *recfs_fmt_size(uint64_t bytes, char *buf, size_t len);
+/* ISO 8601 UTC with ms: "2026-11-22T04:18:34.123Z" */
+const char *recfs_fmt_time(uint64_t ns, char *buf, size_t len);
+void recfs_uuid_unparse(const uint8_t uuid[16], char out[37]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

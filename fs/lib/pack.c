@@ -1,0 +1,843 @@
+/* SPDX-License-Identifier: MIT */
+/* Pack assembly, replicated metadata I/O, the bitmap, mkfs. */
+#include <stdio.h>
+#include <uuid/uuid.h>
+
+#include "internal.h"
+
+static const char *dev_name(const struct recfs_pack *p, unsigned i)
+{
+	return p->m[i].dev ? p->m[i].dev->path : "(missing)";
+}
+
+/* ------------------------------------------------------------ metadata I/O */
+int recfs_meta_read(struct recfs_pack *p, unsigned member, void *buf, size_t len, uint64_t off)
+{
+	int err = -ENXIO;
+
+	for (unsigned k = 0; k < p->g.members; k++) {
+		unsigned i = (member + k) % p->g.members;
+		if (!p->m[i].dev || p->m[i].failed)
+			continue;
+		err = p->m[i].dev->ops->pread(p->m[i].dev, buf, len, off);
+		if (err == 0)
+			return 0;
+	}
+	if (err == -ENXIO)
+		recfs_seterr(err, "no member of the pack is readable");
+	return err;
+}
+
+int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint64_t off)
+{
+	int ret = 0, ok = 0;
+
+	for (unsigned i = 0; i < p->g.members; i++) {
+		struct recfs_dev *d = p->m[i].dev;
+		if (!d || p->m[i].failed)
+			continue;
+		int err = d->ops->pwrite(d, buf, len, off);
+		if (err) {
+			p->m[i].failed = true;
+			if (!ret)
+				ret = recfs_seterr(err, "member %u (%s): metadata write failed: %s", i,
+						   d->path, strerror(-err));
+			continue;
+		}
+		ok++;
+	}
+	if (!ok && !ret)
+		ret = recfs_seterr(-ENXIO, "no member of the pack is writable");
+	return ret;
+}
+
+int recfs_flush_all(struct recfs_pack *p)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < p->g.members; i++) {
+		struct recfs_dev *d = p->m[i].dev;
+		if (!d || p->m[i].failed)
+			continue;
+		int err = d->ops->flush(d);
+		if (err) {
+			p->m[i].failed = true;
+			if (!ret)
+				ret = recfs_seterr(err, "member %u (%s): flush failed: %s", i, d->path,
+						   strerror(-err));
+		}
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------------ bitmap */
+static size_t bits_bytes(const struct recfs_pack *p)
+{
+	return (size_t)((p->g.rows + 7) / 8);
+}
+
+int recfs_bitmap_store(struct recfs_pack *p)
+{
+	struct recfs_bitmap_hdr h = {0};
+	uint8_t *buf;
+	int err;
+
+	buf = recfs_alloc(p->g.bitmap_copy_size);
+	if (!buf)
+		return recfs_seterr(-ENOMEM, "out of memory");
+	memcpy(buf + RECFS_BLOCK, p->bits, bits_bytes(p));
+	h.seq = p->bmp_seq + 1;
+	h.copy = (uint32_t)(h.seq & 1);
+	h.nbits = p->g.rows;
+	h.dir_hwm = p->dir_hwm;
+	recfs_bitmap_encode(buf, &h, p->pack_seed);
+	err = recfs_meta_write_all(p, buf, p->g.bitmap_copy_size,
+				   p->g.bitmap_off + h.copy * p->g.bitmap_copy_size);
+	recfs_free(buf);
+	if (!err)
+		err = recfs_flush_all(p);
+	if (!err)
+		p->bmp_seq = h.seq;
+	return err;
+}
+
+void recfs_bits_from_extents(const struct recfs_pack *p, uint8_t *bits)
+{
+	for (uint32_t i = 0; i < p->dir_hwm; i++) {
+		const struct recfs_rec *r = p->ent[i];
+		if (!r)
+			continue;
+		uint64_t r0 = r->ext_start / p->g.row_bytes, n = r->alloc_len / p->g.row_bytes;
+		for (uint64_t k = r0; k < r0 + n && k < p->g.rows; k++)
+			recfs_bit_set(bits, k);
+	}
+}
+
+/* Newest valid bitmap copy across the members into p->bits/bmp_seq/dir_hwm:
+ * headers of every copy first (cheap), then whole copies newest first.
+ * No valid copy anywhere: bits from the extents alone, whole directory. */
+static int bitmap_load(struct recfs_pack *p)
+{
+	struct cand {
+		uint64_t seq;
+		unsigned m, c;
+	} cand[2 * RECFS_MAX_MEMBERS];
+	unsigned nc = 0;
+	uint8_t *buf;
+
+	buf = recfs_alloc(p->g.bitmap_copy_size);
+	if (!buf)
+		return recfs_seterr(-ENOMEM, "out of memory");
+	for (unsigned i = 0; i < p->g.members; i++) {
+		struct recfs_dev *d = p->m[i].dev;
+		if (!d || p->m[i].failed)
+			continue;
+		for (unsigned c = 0; c < 2; c++) {
+			const struct recfs_disk_bitmap *dh = (const void *)buf;
+			if (d->ops->pread(d, buf, RECFS_BLOCK, p->g.bitmap_off + c * p->g.bitmap_copy_size))
+				continue;
+			if (le32toh(dh->magic) != RECFS_BMP_MAGIC)
+				continue;
+			cand[nc].seq = le64toh(dh->seq);
+			cand[nc].m = i;
+			cand[nc].c = c;
+			nc++;
+		}
+	}
+	p->bmp_seq = 0;
+	while (nc) {
+		unsigned b = 0;
+		for (unsigned k = 1; k < nc; k++)
+			if (cand[k].seq > cand[b].seq)
+				b = k;
+		struct recfs_dev *d = p->m[cand[b].m].dev;
+		struct recfs_bitmap_hdr h;
+		uint64_t off = p->g.bitmap_off + cand[b].c * p->g.bitmap_copy_size;
+		if (d->ops->pread(d, buf, p->g.bitmap_copy_size, off) == 0 &&
+		    recfs_bitmap_decode(buf, p->g.bitmap_copy_size, p->pack_seed, &h) == 0 &&
+		    h.nbits == p->g.rows && h.copy == cand[b].c && (h.seq & 1) == h.copy &&
+		    h.dir_hwm <= p->g.dir_capacity) {
+			memcpy(p->bits, buf + RECFS_BLOCK, bits_bytes(p));
+			p->bmp_seq = h.seq;
+			p->dir_hwm = h.dir_hwm;
+			break;
+		}
+		cand[b] = cand[--nc];
+	}
+	if (p->bmp_seq == 0) {
+		/* no valid bitmap: trust the directory, read all of it */
+		memset(p->bits, 0, bits_bytes(p));
+		p->dir_hwm = p->g.dir_capacity;
+	}
+	recfs_free(buf);
+	return 0;
+}
+
+/* --------------------------------------------------------------- directory */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 16777619u;
+	return h;
+}
+
+static int64_t hash_find(const struct recfs_pack *p, const char *name, uint32_t *cell);
+
+static int hash_insert(struct recfs_pack *p, uint32_t index)
+{
+	uint32_t h = name_hash(p->ent[index]->name) & (p->hash_size - 1);
+	int64_t tomb = -1;
+
+	if (hash_find(p, p->ent[index]->name, NULL) >= 0)
+		return -EEXIST;
+	for (uint32_t n = 0; n < p->hash_size; n++) {
+		uint32_t v = p->hash[h];
+		if (v == UINT32_MAX && tomb < 0)
+			tomb = h;
+		if (v == 0) {
+			p->hash[tomb >= 0 ? (uint32_t)tomb : h] = index + 1;
+			return 0;
+		}
+		h = (h + 1) & (p->hash_size - 1);
+	}
+	if (tomb < 0)
+		return -ENOSPC;
+	p->hash[tomb] = index + 1;
+	return 0;
+}
+
+/* index of name or -1.  Deleted hash cells hold UINT32_MAX (tombstones). */
+static int64_t hash_find(const struct recfs_pack *p, const char *name, uint32_t *cell)
+{
+	uint32_t h = name_hash(name) & (p->hash_size - 1);
+
+	for (uint32_t n = 0; n < p->hash_size; n++) {
+		uint32_t v = p->hash[h];
+		if (v == 0)
+			return -1;
+		if (v != UINT32_MAX && !strcmp(p->ent[v - 1]->name, name)) {
+			if (cell)
+				*cell = h;
+			return v - 1;
+		}
+		h = (h + 1) & (p->hash_size - 1);
+	}
+	return -1;
+}
+
+
+int64_t recfs__hash_find(const struct recfs_pack *p, const char *name)
+{
+	return hash_find(p, name, NULL);
+}
+
+
+void recfs__hash_remove(struct recfs_pack *p, const char *name)
+{
+	uint32_t cell;
+
+	if (hash_find(p, name, &cell) >= 0)
+		p->hash[cell] = UINT32_MAX;
+}
+
+
+int recfs__hash_add(struct recfs_pack *p, uint32_t index)
+{
+	return hash_insert(p, index);
+}
+
+/* Is the entry's extent inside the data area and row aligned? */
+
+int recfs__extent_ok(const struct recfs_pack *p, const struct recfs_rec *r)
+{
+	if (r->state == RECFS_STATE_FREE)
+		return 1;
+	if (r->ext_start % p->g.row_bytes || r->alloc_len % p->g.row_bytes)
+		return 0;
+	if (r->ext_start > p->g.capacity || r->alloc_len > p->g.capacity - r->ext_start)
+		return 0;
+	if (r->committed_len > r->alloc_len)
+		return 0;
+	if (r->state == RECFS_STATE_RECORDING && r->alloc_len == 0)
+		return 0;
+	return 1;
+}
+
+/* Newest valid slot of entry i from the 2 KiB pair in buf. 1 found, 0 none. */
+static int pair_decode(const struct recfs_pack *p, const uint8_t *pair, uint32_t i,
+		       struct recfs_rec *out)
+{
+	struct recfs_rec a, b;
+	int va = recfs_entry_decode(pair, p->pack_seed, i, &a) == 0 && (a.seq & 1) == 0;
+	int vb = recfs_entry_decode(pair + RECFS_ENTRY_SIZE, p->pack_seed, i, &b) == 0 &&
+		 (b.seq & 1) == 1;
+
+	if (va && (!vb || a.seq > b.seq))
+		*out = a;
+	else if (vb)
+		*out = b;
+	else
+		return 0;
+	return 1;
+}
+
+/* Read entry i's newest copy over all members (for the rare slow path and
+ * refresh).  1 found, 0 none valid, <0 I/O. */
+
+int recfs__entry_read(struct recfs_pack *p, uint32_t i, struct recfs_rec *out)
+{
+	uint64_t off = p->g.dir_off + (uint64_t)i * 2 * RECFS_ENTRY_SIZE;
+	uint64_t boff = off / RECFS_BLOCK * RECFS_BLOCK;
+	uint8_t *blk = recfs_alloc(RECFS_BLOCK);
+	int found = 0, err = -ENXIO;
+	struct recfs_rec r;
+
+	if (!blk)
+		return recfs_seterr(-ENOMEM, "out of memory");
+	for (unsigned m = 0; m < p->g.members; m++) {
+		struct recfs_dev *d = p->m[m].dev;
+		if (!d || p->m[m].failed)
+			continue;
+		err = d->ops->pread(d, blk, RECFS_BLOCK, boff);
+		if (err)
+			continue;
+		if (pair_decode(p, blk + (off - boff), i, &r) && (!found || r.seq > out->seq)) {
+			*out = r;
+			found = 1;
+		}
+	}
+	recfs_free(blk);
+	if (found)
+		return 1;
+	return err == 0 || err == -ENXIO ? 0 : err;
+}
+
+static void dir_clear(struct recfs_pack *p)
+{
+	if (p->ent)
+		for (uint32_t i = 0; i < p->g.dir_capacity; i++)
+			free(p->ent[i]);
+	if (p->ent)
+		memset(p->ent, 0, p->g.dir_capacity * sizeof(*p->ent));
+	if (p->hash)
+		memset(p->hash, 0, p->hash_size * sizeof(*p->hash));
+	p->nrec = 0;
+}
+
+static int dir_load(struct recfs_pack *p)
+{
+	const size_t piece = 4u << 20; /* bytes per read: 2048 entries */
+	uint8_t *buf;
+	unsigned src = 0;
+	int ret = 0;
+
+	while (src < p->g.members && (!p->m[src].dev || p->m[src].failed))
+		src++;
+	buf = recfs_alloc(piece);
+	if (!buf)
+		return recfs_seterr(-ENOMEM, "out of memory");
+	dir_clear(p);
+	for (uint32_t first = 0; first < p->dir_hwm;) {
+		uint32_t n = (uint32_t)(piece / (2 * RECFS_ENTRY_SIZE));
+		if (n > p->dir_hwm - first)
+			n = p->dir_hwm - first;
+		size_t len = RECFS_ALIGN_UP((size_t)n * 2 * RECFS_ENTRY_SIZE, RECFS_BLOCK);
+		int rerr = recfs_meta_read(p, src, buf, len,
+					   p->g.dir_off + (uint64_t)first * 2 * RECFS_ENTRY_SIZE);
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t i = first + k;
+			struct recfs_rec r;
+			int found = rerr ? 0 : pair_decode(p, buf + (size_t)k * 2 * RECFS_ENTRY_SIZE, i, &r);
+			if (!found) {
+				/* damaged here (or a create cut short): other replicas */
+				int e = recfs__entry_read(p, i, &r);
+				if (e < 0) {
+					ret = e;
+					goto out_free;
+				}
+				found = e;
+			}
+			if (!found)
+				continue;
+			if (r.seq > p->seq[i])
+				p->seq[i] = r.seq;
+			if (r.state == RECFS_STATE_FREE)
+				continue;
+			if (!recfs__extent_ok(p, &r)) {
+				p->bad_entries++;
+				continue;
+			}
+			p->ent[i] = malloc(sizeof(r));
+			if (!p->ent[i]) {
+				ret = recfs_seterr(-ENOMEM, "out of memory");
+				goto out_free;
+			}
+			*p->ent[i] = r;
+			if (hash_insert(p, i)) {
+				/* duplicate name: keep the first, fsck reports */
+				free(p->ent[i]);
+				p->ent[i] = NULL;
+				p->bad_entries++;
+				continue;
+			}
+			p->nrec++;
+		}
+		first += n;
+	}
+out_free:
+	recfs_free(buf);
+	return ret;
+}
+
+static int meta_load(struct recfs_pack *p)
+{
+	int err;
+
+	p->bad_entries = 0;
+	err = bitmap_load(p);
+	if (!err)
+		err = dir_load(p);
+	if (!err)
+		recfs_bits_from_extents(p, p->bits);
+	return err;
+}
+
+int recfs_pack_reload(struct recfs_pack *p)
+{
+	return meta_load(p);
+}
+
+/* ---------------------------------------------------------------- assembly */
+static int read_super(struct recfs_dev *d, uint64_t off, struct recfs_super *s, char *why,
+		      size_t whylen)
+{
+	uint8_t *blk = recfs_alloc(RECFS_BLOCK);
+	int err;
+
+	if (!blk)
+		return recfs_seterr(-ENOMEM, "out of memory");
+	if (off + RECFS_BLOCK > d->size) {
+		snprintf(why, whylen, "beyond the end of the device");
+		recfs_free(blk);
+		return -EUCLEAN;
+	}
+	err = d->ops->pread(d, blk, RECFS_BLOCK, off);
+	if (!err)
+		err = recfs_super_decode(blk, s);
+	snprintf(why, whylen, "%s", recfs_errmsg());
+	recfs_free(blk);
+	return err;
+}
+
+static bool same_geom(const struct recfs_super *a, const struct recfs_super *b)
+{
+	return a->member_count == b->member_count && a->chunk_size == b->chunk_size &&
+	       a->dir_capacity == b->dir_capacity && a->member_size == b->member_size &&
+	       a->created_ns == b->created_ns && a->compat == b->compat &&
+	       a->incompat == b->incompat && !strcmp(a->label, b->label) &&
+	       !memcmp(a->member_uuids, b->member_uuids, sizeof(a->member_uuids));
+}
+
+static void pack_free(struct recfs_pack *p)
+{
+	if (!p)
+		return;
+	for (unsigned i = 0; i < RECFS_MAX_MEMBERS; i++)
+		recfs_dev_close(p->m[i].dev);
+	dir_clear(p);
+	free(p->ent);
+	free(p->seq);
+	free(p->hash);
+	free(p->bits);
+	free(p);
+}
+
+int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
+			 struct recfs_pack **out)
+{
+	struct recfs_super *sbs = NULL;
+	int *ok = NULL;
+	struct recfs_pack *p = NULL;
+	char why[256], why2[256];
+	uint64_t known_size = 0;
+	int err = 0, ref = -1;
+
+	if (n == 0 || n > RECFS_MAX_MEMBERS) {
+		err = recfs_seterr(-EINVAL, "a pack has 1 to %u members, %u given",
+				   RECFS_MAX_MEMBERS, n);
+		goto out_close_devs;
+	}
+	sbs = calloc(n, sizeof(*sbs));
+	ok = calloc(n, sizeof(*ok));
+	p = calloc(1, sizeof(*p));
+	if (!sbs || !ok || !p) {
+		err = recfs_seterr(-ENOMEM, "out of memory");
+		goto out_close_devs;
+	}
+	/* the same device named twice */
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = i + 1; j < n; j++)
+			if (devs[i]->fd >= 0 && devs[j]->fd >= 0 &&
+			    ((devs[i]->blkdev && devs[j]->blkdev &&
+			      devs[i]->st_rdev == devs[j]->st_rdev) ||
+			     (!devs[i]->blkdev && !devs[j]->blkdev &&
+			      devs[i]->st_dev == devs[j]->st_dev &&
+			      devs[i]->st_ino == devs[j]->st_ino))) {
+				err = recfs_seterr(-EINVAL, "%s and %s are the same member",
+						   devs[i]->path, devs[j]->path);
+				goto out_close_devs;
+			}
+	/* primaries, then backups for the ones that failed */
+	for (unsigned i = 0; i < n; i++) {
+		if (read_super(devs[i], 0, &sbs[i], why, sizeof(why)) == 0) {
+			ok[i] = 1;
+			known_size = sbs[i].member_size;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (ok[i])
+			continue;
+		read_super(devs[i], 0, &sbs[i], why, sizeof(why));
+		uint64_t boff = (known_size ? known_size : devs[i]->size / RECFS_BLOCK * RECFS_BLOCK) -
+				RECFS_BLOCK;
+		if (read_super(devs[i], boff, &sbs[i], why2, sizeof(why2)) == 0) {
+			ok[i] = 1;
+			continue;
+		}
+		if (flags & RECFS_O_DEGRADED)
+			continue;
+		err = recfs_seterr(-EUCLEAN,
+				   "%s: not a recfs member: primary superblock: %s; backup: %s",
+				   devs[i]->path, why, why2);
+		goto out_close_devs;
+	}
+	/* the pack: the UUID most members carry (ties: the first given) */
+	{
+		unsigned best = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (!ok[i])
+				continue;
+			unsigned c = 0;
+			for (unsigned j = 0; j < n; j++)
+				c += ok[j] && !memcmp(sbs[i].pack_uuid, sbs[j].pack_uuid, 16);
+			if (c > best) {
+				best = c;
+				ref = (int)i;
+			}
+		}
+	}
+	if (ref < 0) {
+		err = recfs_seterr(-EUCLEAN, "no recfs member among the %u given", n);
+		goto out_close_devs;
+	}
+	p->sb = sbs[ref];
+	for (unsigned i = 0; i < n; i++) {
+		char u[37], pu[37];
+		if (!ok[i])
+			continue;
+		if (memcmp(sbs[i].pack_uuid, p->sb.pack_uuid, 16)) {
+			recfs_uuid_unparse(sbs[i].pack_uuid, u);
+			recfs_uuid_unparse(p->sb.pack_uuid, pu);
+			err = recfs_seterr(-EXDEV,
+					   "%s: member of another pack (%s, label '%s'), not of pack %s",
+					   devs[i]->path, u, sbs[i].label, pu);
+			goto out_close_devs;
+		}
+		if (!same_geom(&sbs[i], &p->sb)) {
+			err = recfs_seterr(-EUCLEAN,
+					   "%s: superblock disagrees with %s about the pack's geometry",
+					   devs[i]->path, devs[ref]->path);
+			goto out_close_devs;
+		}
+		unsigned idx = sbs[i].member_index;
+		if (p->m[idx].dev) {
+			err = recfs_seterr(-EINVAL, "%s and %s are both member %u of the pack",
+					   p->m[idx].dev->path, devs[i]->path, idx);
+			goto out_close_devs;
+		}
+		if (devs[i]->size < p->sb.member_size && !(flags & RECFS_O_DEGRADED)) {
+			err = recfs_seterr(-EUCLEAN,
+					   "%s: device is %llu bytes, smaller than the pack's member size %llu (truncated?)",
+					   devs[i]->path, (unsigned long long)devs[i]->size,
+					   (unsigned long long)p->sb.member_size);
+			goto out_close_devs;
+		}
+		p->m[idx].dev = devs[i];
+		p->m[idx].sb = sbs[i];
+		devs[i] = NULL;
+		p->present++;
+	}
+	for (unsigned i = 0; i < p->sb.member_count; i++) {
+		char u[37];
+		if (p->m[i].dev)
+			continue;
+		if (flags & RECFS_O_DEGRADED)
+			continue;
+		recfs_uuid_unparse(p->sb.member_uuids[i], u);
+		err = recfs_seterr(-ENXIO, "pack '%s' has %u members: member %u (UUID %s) is missing",
+				   p->sb.label, p->sb.member_count, i, u);
+		goto out_close_devs;
+	}
+	if ((flags & RECFS_O_RDWR) && p->present != p->sb.member_count) {
+		err = recfs_seterr(-EROFS, "cannot write to a degraded pack (%u of %u members)",
+				   p->present, p->sb.member_count);
+		goto out_close_devs;
+	}
+	p->flags = flags;
+	recfs_super_to_geom(&p->sb, &p->g);
+	p->pack_seed = recfs_pack_seed(p->sb.pack_uuid);
+	p->bits = calloc(1, bits_bytes(p) + 8);
+	p->ent = calloc(p->g.dir_capacity, sizeof(*p->ent));
+	p->seq = calloc(p->g.dir_capacity, sizeof(*p->seq));
+	p->hash_size = 16;
+	while (p->hash_size < 2 * p->g.dir_capacity + 2)
+		p->hash_size <<= 1;
+	p->hash = calloc(p->hash_size, sizeof(*p->hash));
+	if (!p->bits || !p->ent || !p->seq || !p->hash) {
+		err = recfs_seterr(-ENOMEM, "out of memory");
+		goto out_close_devs;
+	}
+	err = meta_load(p);
+	if (err)
+		goto out_close_devs;
+	free(sbs);
+	free(ok);
+	*out = p;
+	return 0;
+
+out_close_devs:
+	for (unsigned i = 0; i < n; i++)
+		recfs_dev_close(devs[i]);
+	pack_free(p);
+	free(sbs);
+	free(ok);
+	return err;
+}
+
+int recfs_pack_open(const char *spec, unsigned flags, struct recfs_pack **out)
+{
+	struct recfs_dev *devs[RECFS_MAX_MEMBERS] = {0};
+	char **paths;
+	unsigned n, nd = 0;
+	int err;
+
+	err = recfs_spec_split(spec, &paths, &n);
+	if (err)
+		return err;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned df = 0;
+		if (flags & RECFS_O_RDWR)
+			df |= RECFS_DEV_WRITE | RECFS_DEV_EXCL;
+		if (flags & RECFS_O_BUFFERED)
+			df |= RECFS_DEV_BUFFERED;
+		err = recfs_dev_open(paths[i], df, &devs[nd]);
+		if (err) {
+			if ((flags & RECFS_O_DEGRADED) && !(flags & RECFS_O_RDWR) &&
+			    (err == -ENOENT || err == -ENXIO || err == -EIO))
+				continue;
+			goto out_close;
+		}
+		nd++;
+	}
+	recfs_spec_free(paths, n);
+	return recfs_pack_open_devs(devs, nd, flags, out);
+
+out_close:
+	for (unsigned i = 0; i < nd; i++)
+		recfs_dev_close(devs[i]);
+	recfs_spec_free(paths, n);
+	return err;
+}
+
+int recfs_pack_close(struct recfs_pack *p)
+{
+	int err = 0;
+
+	if (!p)
+		return 0;
+	if (p->flags & RECFS_O_RDWR)
+		err = recfs_flush_all(p);
+	pack_free(p);
+	return err;
+}
+
+const struct recfs_geom *recfs_pack_geom(const struct recfs_pack *p)
+{
+	return &p->g;
+}
+
+struct recfs_dev *recfs_pack_dev(struct recfs_pack *p, unsigned i)
+{
+	return i < p->g.members ? p->m[i].dev : NULL;
+}
+
+/* free runs of rows: the largest, and the total */
+void recfs__space(const struct recfs_pack *p, uint64_t *free_rows, uint64_t *largest_start,
+		  uint64_t *largest_rows)
+{
+	uint64_t fr = 0, ls = 0, lr = 0, run = 0, start = 0;
+
+	for (uint64_t r = 0; r < p->g.rows; r++) {
+		if ((r & 7) == 0 && r + 8 <= p->g.rows && p->bits[r >> 3] == 0xff) {
+			if (run > lr) {
+				lr = run;
+				ls = start;
+			}
+			run = 0;
+			r += 7;
+			continue;
+		}
+		if (recfs_bit_test(p->bits, r)) {
+			if (run > lr) {
+				lr = run;
+				ls = start;
+			}
+			run = 0;
+		} else {
+			if (run == 0)
+				start = r;
+			run++;
+			fr++;
+		}
+	}
+	if (run > lr) {
+		lr = run;
+		ls = start;
+	}
+	*free_rows = fr;
+	*largest_start = ls;
+	*largest_rows = lr;
+}
+
+int recfs_pack_info(struct recfs_pack *p, struct recfs_pack_info *info)
+{
+	uint64_t fr, ls, lr;
+
+	memset(info, 0, sizeof(*info));
+	memcpy(info->uuid, p->sb.pack_uuid, 16);
+	memcpy(info->label, p->sb.label, sizeof(info->label));
+	info->created_ns = p->sb.created_ns;
+	info->members = p->g.members;
+	info->members_present = p->present;
+	info->chunk_size = p->g.chunk_size;
+	info->dir_capacity = p->g.dir_capacity;
+	info->recordings = p->nrec;
+	info->capacity = p->g.capacity;
+	recfs__space(p, &fr, &ls, &lr);
+	info->free = fr * p->g.row_bytes;
+	info->used = info->capacity - info->free;
+	info->largest_free = lr * p->g.row_bytes;
+	info->compat = p->sb.compat;
+	info->incompat = p->sb.incompat;
+	info->bad_entries = p->bad_entries;
+	return 0;
+}
+
+int recfs_pack_member(struct recfs_pack *p, unsigned i, struct recfs_member_info *mi)
+{
+	if (i >= p->g.members)
+		return -EINVAL;
+	memset(mi, 0, sizeof(*mi));
+	memcpy(mi->uuid, p->sb.member_uuids[i], 16);
+	if (p->m[i].dev) {
+		mi->path = p->m[i].dev->path;
+		mi->dev_size = p->m[i].dev->size;
+		mi->present = true;
+		mi->failed = p->m[i].failed;
+	}
+	(void)dev_name;
+	return 0;
+}
+
+/* -------------------------------------------------------------------- mkfs */
+int recfs_mkfs(struct recfs_dev **devs, unsigned n, const struct recfs_mkfs_opts *o,
+	       uint8_t uuid_out[16])
+{
+	struct recfs_super s;
+	struct recfs_geom g;
+	struct recfs_bitmap_hdr h = {0};
+	uint64_t size = UINT64_MAX;
+	uint8_t *blk = NULL, *bmp = NULL;
+	int err;
+
+	if (n < 1 || n > RECFS_MAX_MEMBERS)
+		return recfs_seterr(-EINVAL, "a pack has 1 to %u members, %u given",
+				    RECFS_MAX_MEMBERS, n);
+	for (unsigned i = 0; i < n; i++)
+		if (devs[i]->size < size)
+			size = devs[i]->size;
+	err = recfs_geom_compute(&g, n, size, o && o->chunk_size ? o->chunk_size : RECFS_CHUNK_DEFAULT,
+				 o && o->dir_capacity ? o->dir_capacity : RECFS_DIR_DEFAULT);
+	if (err)
+		return err;
+	if (o && o->label && strlen(o->label) > RECFS_LABEL_MAX)
+		return recfs_seterr(-EINVAL, "label is %zu bytes (at most %u)", strlen(o->label),
+				    RECFS_LABEL_MAX);
+
+	memset(&s, 0, sizeof(s));
+	s.version = RECFS_DISK_VERSION;
+	if (o && o->uuid)
+		memcpy(s.pack_uuid, o->uuid, 16);
+	else
+		uuid_generate(s.pack_uuid);
+	for (unsigned i = 0; i < n; i++)
+		uuid_generate(s.member_uuids[i]);
+	s.member_count = n;
+	s.chunk_size = g.chunk_size;
+	s.dir_capacity = g.dir_capacity;
+	s.member_size = g.member_size;
+	s.rows = g.rows;
+	s.created_ns = o && o->created_ns ? o->created_ns : recfs_now_ns();
+	s.bitmap_off = g.bitmap_off;
+	s.bitmap_copy_size = g.bitmap_copy_size;
+	s.dir_off = g.dir_off;
+	s.csum_off = g.csum_off;
+	s.csum_size = g.csum_size;
+	s.data_off = g.data_off;
+	s.backup_off = g.backup_off;
+	if (o && o->label)
+		snprintf(s.label, sizeof(s.label), "%s", o->label);
+
+	blk = recfs_alloc(RECFS_BLOCK);
+	bmp = recfs_alloc(g.bitmap_copy_size);
+	if (!blk || !bmp) {
+		err = recfs_seterr(-ENOMEM, "out of memory");
+		goto out_free;
+	}
+	h.seq = 1;
+	h.copy = 1;
+	h.nbits = g.rows;
+	h.dir_hwm = 0;
+	recfs_bitmap_encode(bmp, &h, recfs_pack_seed(s.pack_uuid));
+	for (unsigned i = 0; i < n; i++) {
+		struct recfs_dev *d = devs[i];
+		s.member_index = i;
+		memcpy(s.member_uuid, s.member_uuids[i], 16);
+		/* bitmap seq 1 lives in copy 1; copy 0 is cleared so no older
+		 * pack with this UUID can leave a valid copy behind */
+		memset(blk, 0, RECFS_BLOCK);
+		err = d->ops->pwrite(d, blk, RECFS_BLOCK, g.bitmap_off);
+		if (!err)
+			err = d->ops->pwrite(d, bmp, g.bitmap_copy_size, g.bitmap_off + g.bitmap_copy_size);
+		recfs_super_encode(&s, blk);
+		if (!err)
+			err = d->ops->pwrite(d, blk, RECFS_BLOCK, g.backup_off);
+		if (!err)
+			err = d->ops->flush(d);
+		/* the primary last: a member is recfs only once all else is there */
+		if (!err)
+			err = d->ops->pwrite(d, blk, RECFS_BLOCK, 0);
+		if (!err)
+			err = d->ops->flush(d);
+		if (err)
+			goto out_free;
+	}
+	if (uuid_out)
+		memcpy(uuid_out, s.pack_uuid, 16);
+out_free:
+	recfs_free(blk);
+	recfs_free(bmp);
+	return err;
+}

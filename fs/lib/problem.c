@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one table of every problem the checker reports (e2fsck's problem.c
+ * is the model): a stable number and code, the message, the repair, and
+ * whether the repair is safe without asking (-p).  Messages name members
+ * by the path given and recordings by name, never by anything random
+ * (UUIDs, times), so that expected outputs stay stable.
+ */
+#include <stdio.h>
+
+#include "internal.h"
+#include "problem.h"
+
+#define P(num, fl, m, f, d) { num, #num, m, f, fl, d }
+#define NOFIX RECFS_PRF_NOFIX
+#define PREEN RECFS_PRF_PREEN
+#define FATAL (RECFS_PRF_FATAL | RECFS_PRF_NOFIX)
+
+const struct recfs_problem recfs_problems[] = {
+	{ PR_PACK_NONE, "PR_PACK_NONE", "no member holds a valid recfs superblock (%s)", NULL, FATAL,
+	  "No copy of any member's superblock is valid: this is not a recfs pack." },
+	{ PR_MEMBER_SAME, "PR_MEMBER_SAME", "%m is given twice", NULL, NOFIX,
+	  "The same file or device was given twice; the second is ignored." },
+	{ PR_MEMBER_FOREIGN, "PR_MEMBER_FOREIGN", "%m belongs to another pack (%s)", NULL, NOFIX,
+	  "A member's superblocks name another pack: a member swapped with a foreign pack's. It is never written." },
+	{ PR_MEMBER_DUP, "PR_MEMBER_DUP", "%m is a copy of member %i (%s)", NULL, NOFIX,
+	  "Two members claim the same index (a disk copied onto another); the later one is ignored." },
+	{ PR_MEMBER_MISSING, "PR_MEMBER_MISSING", "member %i of the pack is missing", NULL, NOFIX,
+	  "A member of the pack was not given (or was rejected). Nothing is written to a pack with a missing member." },
+	{ PR_MEMBER_SHORT, "PR_MEMBER_SHORT",
+	  "%m is %a bytes, smaller than the pack's member size of %b bytes (truncated): its backup superblock and last rows are missing",
+	  NULL, NOFIX,
+	  "A member is shorter than the pack's member size. Its end cannot be rewritten; data there is reported by --verify." },
+	{ PR_SB_PRIMARY, "PR_SB_PRIMARY", "%m: primary superblock is invalid (%s)",
+	  "Rewrite it from a good copy", PREEN,
+	  "The superblock at offset 0 of a member fails its magic, checksum, version or layout check." },
+	{ PR_SB_BACKUP, "PR_SB_BACKUP", "%m: backup superblock is invalid (%s)",
+	  "Rewrite it from a good copy", PREEN,
+	  "The superblock at the end of a member fails its magic, checksum, version or layout check." },
+	{ PR_SB_PRIMARY_FIELD, "PR_SB_PRIMARY_FIELD",
+	  "%m: primary superblock field %s disagrees with the rest of the pack",
+	  "Rewrite it from a good copy", PREEN,
+	  "A valid primary superblock whose field differs from the copies on the other members." },
+	{ PR_SB_BACKUP_FIELD, "PR_SB_BACKUP_FIELD",
+	  "%m: backup superblock field %s disagrees with the rest of the pack",
+	  "Rewrite it from a good copy", PREEN,
+	  "A valid backup superblock whose field differs from the copies on the other members." },
+	{ PR_SB_NONE, "PR_SB_NONE",
+	  "%m has no valid superblock; it is the only candidate for missing member %i",
+	  "Rebuild its superblocks", 0,
+	  "Both superblocks of a member are damaged; it is identified by elimination and rebuilt." },
+	{ PR_SB_UNKNOWN, "PR_SB_UNKNOWN", "%m has no valid superblock (%s) and cannot be identified",
+	  NULL, NOFIX, "A member with no valid superblock that cannot be identified by elimination." },
+	{ PR_MEMBER_IO, "PR_MEMBER_IO", "%m: %s", NULL, NOFIX,
+	  "A metadata read or write failed on a member." },
+
+	{ PR_BMP_NONE, "PR_BMP_NONE", "no valid allocation bitmap copy on any member",
+	  "Rebuild it from the directory", 0,
+	  "Every copy of the allocation bitmap is damaged; it is rebuilt from the recordings' extents." },
+	{ PR_BMP_COPY, "PR_BMP_COPY", "%m: bitmap copy %a (generation %b) is %s",
+	  "Rewrite it from a good copy", PREEN,
+	  "A member's copy of the newest allocation bitmap is damaged or older than another member's." },
+
+	{ PR_ENT_UNUSED, "PR_ENT_UNUSED",
+	  "entry %e has no valid copy: a create that never completed", "Free the slot", PREEN,
+	  "A directory slot below the high-water mark that was never completely written (a crash during create). No data is lost." },
+	{ PR_ENT_DAMAGED, "PR_ENT_DAMAGED", "entry %e is damaged on every member (%s)",
+	  "Drop it", 0,
+	  "Every copy of a directory entry fails its checksum: the recording cannot be trusted and is dropped." },
+	{ PR_ENT_REPLICA, "PR_ENT_REPLICA", "entry %e ('%n'): copy on %m is %s", "Rewrite it",
+	  PREEN, "A member's copy of a directory entry is damaged or older than another member's." },
+	{ PR_ENT_FIELD, "PR_ENT_FIELD", "entry %e: %s", "Drop it", 0,
+	  "A directory entry with a good checksum but an impossible field (state, gaps): dropped." },
+	{ PR_ENT_NAME, "PR_ENT_NAME", "entry %e: invalid name (%s)", "Rename it to '%N'", PREEN,
+	  "A recording's name breaks the naming rules; it is renamed." },
+	{ PR_ENT_COMMITTED, "PR_ENT_COMMITTED",
+	  "recording '%n': committed length %a exceeds allocated length %b",
+	  "Truncate it to the %c bytes its checksums prove", 0,
+	  "An entry claims more committed bytes than it has allocated; it keeps the prefix its chunk checksums prove." },
+	{ PR_ENT_DUPNAME, "PR_ENT_DUPNAME", "recording '%n' (entry %e) has the same name as entry %a",
+	  "Rename it to '%N'", PREEN, "Two recordings with the same name; the later entry is renamed." },
+
+	{ PR_EXT_RANGE, "PR_EXT_RANGE",
+	  "recording '%n': extent of %b bytes at %a is not row aligned or outside the data area of %c bytes",
+	  "Drop the recording", 0,
+	  "A recording's extent cannot be right: it is dropped (its rows become free)." },
+	{ PR_EXT_OVERLAP_TRUNC, "PR_EXT_OVERLAP_TRUNC",
+	  "recordings '%n' and '%N' share data bytes %a-%b; the shared chunks hold '%N'",
+	  "Truncate '%n' to %c bytes", 0,
+	  "Two extents overlap; the one whose checksums do not match the shared chunks is cut before them." },
+	{ PR_EXT_OVERLAP_DROP, "PR_EXT_OVERLAP_DROP",
+	  "recordings '%n' and '%N' share data bytes %a-%b; the shared chunks hold '%N'",
+	  "Drop '%n'", 0,
+	  "Two extents overlap and the one that does not own the shared chunks starts inside them: it is dropped." },
+	{ PR_BMP_LEAK, "PR_BMP_LEAK", "rows %a-%b are marked in use but belong to no recording",
+	  "Free them", PREEN,
+	  "Leaked space: allocated rows with no recording (a crash during create, delete or seal)." },
+	{ PR_BMP_HOLE, "PR_BMP_HOLE", "rows %a-%b of recording '%n' are marked free",
+	  "Mark them in use", PREEN, "Rows in use by a recording but free in the bitmap." },
+
+	{ PR_SLOT_REPLICA, "PR_SLOT_REPLICA", "recording '%n': checksum of chunk %a on %m is %s",
+	  "Rewrite it", PREEN,
+	  "A member's copy of a chunk checksum differs from the others (or is missing)." },
+	{ PR_SLOT_BAD, "PR_SLOT_BAD",
+	  "recording '%n': chunk %a (bytes %b-%c) has no valid checksum on any member", NULL, NOFIX,
+	  "A committed chunk's checksum is damaged on every member: its data cannot be verified." },
+	{ PR_REC_CRASHED, "PR_REC_CRASHED",
+	  "recording '%n' was not sealed: %a bytes committed, %b more found durable after the last commit, %c bytes lost",
+	  "Seal it at %d bytes", PREEN,
+	  "A recording left in the recording state (its writer crashed or lost power): its durable end is found from the chunk checksums and it is sealed there." },
+
+	{ PR_DATA_BAD, "PR_DATA_BAD", "recording '%n': bytes %a-%b (chunk %c on %m) fail their checksum",
+	  NULL, NOFIX, "--verify: committed data that does not match its checksum." },
+	{ PR_DATA_IO, "PR_DATA_IO", "recording '%n': bytes %a-%b (chunk %c) unreadable on %m (%s)", NULL,
+	  NOFIX, "--verify: committed data that cannot be read." },
+	{ 0, NULL, NULL, NULL, 0, NULL },
+};
+
+const struct recfs_problem *recfs_problem_get(int number)
+{
+	for (const struct recfs_problem *p = recfs_problems; p->code; p++)
+		if (p->number == number)
+			return p;
+	return NULL;
+}
+
+void recfs_problem_format(const char *t, const struct recfs_pctx *pc, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	if (!len)
+		return;
+	for (; *t && o + 1 < len; t++) {
+		char tmp[32];
+		const char *s = NULL;
+
+		if (*t != '%' || !t[1]) {
+			buf[o++] = *t;
+			continue;
+		}
+		t++;
+		switch (*t) {
+		case 'm': s = pc->member ? pc->member : "?"; break;
+		case 'n': s = pc->name ? pc->name : "?"; break;
+		case 'N': s = pc->name2 ? pc->name2 : "?"; break;
+		case 's': s = pc->str ? pc->str : ""; break;
+		case 'i': snprintf(tmp, sizeof(tmp), "%u", pc->mindex); s = tmp; break;
+		case 'e': snprintf(tmp, sizeof(tmp), "%u", pc->entry); s = tmp; break;
+		case 'a': snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)pc->a); s = tmp; break;
+		case 'b': snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)pc->b); s = tmp; break;
+		case 'c': snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)pc->c); s = tmp; break;
+		case 'd': snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)pc->d); s = tmp; break;
+		case '%': s = "%"; break;
+		default: tmp[0] = '%'; tmp[1] = *t; tmp[2] = 0; s = tmp; break;
+		}
+		while (*s && o + 1 < len)
+			buf[o++] = *s++;
+	}
+	buf[o] = 0;
+}

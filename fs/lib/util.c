@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* Errors, aligned buffers, sizes, times, PACK specs. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+#include <uuid/uuid.h>
+
+#include "internal.h"
+
+static _Thread_local char errmsg[512];
+
+const char *recfs_errmsg(void)
+{
+	return errmsg;
+}
+
+int recfs_seterr(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void *recfs_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (len == 0)
+		len = RECFS_BLOCK;
+	if (posix_memalign(&p, RECFS_BLOCK, RECFS_ALIGN_UP(len, RECFS_BLOCK)))
+		return NULL;
+	memset(p, 0, RECFS_ALIGN_UP(len, RECFS_BLOCK));
+	return p;
+}
+
+void recfs_free(void *p)
+{
+	free(p);
+}
+
+uint64_t recfs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int recfs_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (!s || !*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	if (*end) {
+		switch (*end) {
+		case 'k': case 'K': mul = 1ull << 10; break;
+		case 'm': case 'M': mul = 1ull << 20; break;
+		case 'g': case 'G': mul = 1ull << 30; break;
+		case 't': case 'T': mul = 1ull << 40; break;
+		default: return -EINVAL;
+		}
+		end++;
+		if (*end == 'i')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+		if (*end)
+			return -EINVAL;
+	}
+	if (v > UINT64_MAX / mul)
+		return -ERANGE;
+	*out = v * mul;
+	return 0;
+}
+
+const char *recfs_fmt_size(uint64_t b, char *buf, size_t len)
+{
+	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1024 && u < 6) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)b);
+	else
+		snprintf(buf, len, "%.2f %s", v, unit[u]);
+	return buf;
+}
+
+const char *recfs_fmt_time(uint64_t ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+
+	if (ns == 0) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	gmtime_r(&t, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+		 (unsigned)((ns % 1000000000ull) / 1000000ull));
+	return buf;
+}
+
+void recfs_uuid_unparse(const uint8_t uuid[16], char out[37])
+{
+	uuid_unparse_lower(uuid, out);
+}
+
+int recfs_spec_split(const char *spec, char ***paths, unsigned *n)
+{
+	char **v = NULL;
+	unsigned cnt = 0;
+	const char *s = spec, *c;
+
+	if (!spec || !*spec)
+		return recfs_seterr(-EINVAL, "empty pack: give member paths separated by commas");
+	for (;;) {
+		c = strchr(s, ',');
+		size_t l = c ? (size_t)(c - s) : strlen(s);
+		if (l == 0) {
+			recfs_spec_free(v, cnt);
+			return recfs_seterr(-EINVAL, "pack '%s': empty member path", spec);
+		}
+		if (cnt == RECFS_MAX_MEMBERS) {
+			recfs_spec_free(v, cnt);
+			return recfs_seterr(-E2BIG, "pack '%s': more than %u members", spec,
+					    RECFS_MAX_MEMBERS);
+		}
+		char **nv = realloc(v, (cnt + 1) * sizeof(*v));
+		if (!nv)
+			goto out_nomem;
+		v = nv;
+		v[cnt] = strndup(s, l);
+		if (!v[cnt])
+			goto out_nomem;
+		cnt++;
+		if (!c)
+			break;
+		s = c + 1;
+	}
+	*paths = v;
+	*n = cnt;
+	return 0;
+out_nomem:
+	recfs_spec_free(v, cnt);
+	return recfs_seterr(-ENOMEM, "out of memory");
+}
+
+void recfs_spec_free(char **paths, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}

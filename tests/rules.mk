@@ -1,0 +1,9 @@
+# cmocka unit tests: every tests/unit/test_*.c is one binary.
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_TESTS += $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+
+$(BUILD)/obj/tests/unit/%.o: EXTRA_CFLAGS += $(CMOCKA_CFLAGS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBRECFS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(CMOCKA_LIBS) $(THREAD_LIBS)

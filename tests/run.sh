@@ -1,0 +1,67 @@
+#!/bin/bash
+# Runs every test: cmocka unit binaries, shell integration tests, the fsck
+# image suite.  Ends with the line "N passed, N failed".
+# Usage: tests/run.sh [PATTERN]   (only tests whose name contains PATTERN)
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+export BUILD
+export RECFS_BIN="$PWD/$BUILD/bin"
+pat=${1:-}
+results=$(mktemp /tmp/recfs-results.XXXXXX)
+export RECFS_RESULTS=$results
+logdir=$BUILD/test-logs
+mkdir -p "$logdir"
+trap 'rm -f "$results"' EXIT
+
+run_unit() {
+	local t=$1 name log out
+	name=$(basename "$t")
+	log=$logdir/$name.log
+	CMOCKA_MESSAGE_OUTPUT=stdout "$t" >"$log" 2>&1
+	local rc=$?
+	local p f
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+	p=${p:-0}; f=${f:-0}
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
+	for ((i = 0; i < p; i++)); do echo "PASS $name" >>"$results"; done
+	for ((i = 0; i < f; i++)); do echo "FAIL $name" >>"$results"; done
+	if [ "$f" != 0 ]; then echo "FAIL $name (see $log)"; grep -E '^\[  (FAILED|ERROR) |^\[ +ERROR|error:|Failure' "$log" | head -20; else echo "ok   $name ($p)"; fi
+}
+
+run_script() {
+	local t=$1 name log before after rc
+	name=${t#tests/}
+	log=$logdir/$(echo "$name" | tr / _).log
+	before=$(grep -c . "$results")
+	timeout 900 bash "$t" >"$log" 2>&1
+	rc=$?
+	after=$(grep -c . "$results")
+	if [ "$rc" != 0 ]; then echo "FAIL $name: exit $rc" >>"$results"; fi
+	if [ "$after" = "$before" ] && [ "$rc" = 0 ]; then echo "FAIL $name: asserted nothing" >>"$results"; fi
+	local nf
+	nf=$(tail -n +$((before + 1)) "$results" | grep -c '^FAIL')
+	if [ "$nf" != 0 ]; then
+		echo "FAIL $name (see $log)"
+		tail -n +$((before + 1)) "$results" | grep '^FAIL' | head -20
+	else
+		echo "ok   $name ($((after - before)))"
+	fi
+}
+
+for t in "$BUILD"/tests/test_*; do
+	[ -x "$t" ] || continue
+	[ -n "$pat" ] && [[ $t != *"$pat"* ]] && continue
+	run_unit "$t"
+done
+for t in tests/integration/*.sh tests/fsck/run.sh; do
+	[ -f "$t" ] || continue
+	[ -n "$pat" ] && [[ $t != *"$pat"* ]] && continue
+	run_script "$t"
+done
+
+np=$(grep -c '^PASS' "$results")
+nf=$(grep -c '^FAIL' "$results")
+echo "$np passed, $nf failed"
+[ "$nf" = 0 ] && [ "$np" != 0 ]
