@@ -176,9 +176,9 @@ int recfs_dev_probe(struct recfs_dev *d, char *what, size_t whatlen)
 	r = blkid_do_safeprobe(pr);
 	if (r == 0) {
 		if (blkid_probe_lookup_value(pr, "TYPE", &val, NULL) == 0)
-			snprintf(what, whatlen, "a %s signature", val);
+			snprintf(what, whatlen, "a file system signature (%s)", val);
 		else if (blkid_probe_lookup_value(pr, "PTTYPE", &val, NULL) == 0)
-			snprintf(what, whatlen, "a %s partition table", val);
+			snprintf(what, whatlen, "a partition table (%s)", val);
 		else
 			snprintf(what, whatlen, "an unknown signature");
 		ret = 1;

@@ -167,3 +167,39 @@ void recfs_spec_free(char **paths, unsigned n)
 		free(paths[i]);
 	free(paths);
 }
+
+int recfs_spec_from_args(int argc, char *const argv[], char ***paths, unsigned *n)
+{
+	char **all = NULL;
+	unsigned cnt = 0;
+
+	if (argc < 1)
+		return recfs_seterr(-EINVAL, "no pack given");
+	for (int i = 0; i < argc; i++) {
+		char **v;
+		unsigned k;
+		int err = recfs_spec_split(argv[i], &v, &k);
+		if (err) {
+			recfs_spec_free(all, cnt);
+			return err;
+		}
+		if (cnt + k > RECFS_MAX_MEMBERS) {
+			recfs_spec_free(v, k);
+			recfs_spec_free(all, cnt);
+			return recfs_seterr(-E2BIG, "more than %u members", RECFS_MAX_MEMBERS);
+		}
+		char **na = realloc(all, (cnt + k) * sizeof(*na));
+		if (!na) {
+			recfs_spec_free(v, k);
+			recfs_spec_free(all, cnt);
+			return recfs_seterr(-ENOMEM, "out of memory");
+		}
+		all = na;
+		memcpy(all + cnt, v, k * sizeof(*v));
+		cnt += k;
+		free(v);
+	}
+	*paths = all;
+	*n = cnt;
+	return 0;
+}

@@ -73,6 +73,8 @@ int recfs_dev_mounted(const char *path);
 /* Split "a,b,c" into paths.  Free with recfs_spec_free. */
 int recfs_spec_split(const char *spec, char ***paths, unsigned *n);
 void recfs_spec_free(char **paths, unsigned n);
+/* Members given as several arguments, each itself a PACK list. */
+int recfs_spec_from_args(int argc, char *const argv[], char ***paths, unsigned *n);
 
 /* ------------------------------------------------------------- geometry */
 struct recfs_geom {

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* recfs: the admin tool.  info, ls, rm, cat. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recfs/recfs.h"
+
+static const char *prog = "recfs";
+
+__attribute__((format(printf, 1, 2))) static int die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s COMMAND [options] PACK ...\n"
+		"PACK is the comma-separated list of member devices or files, in any order.\n"
+		"Commands:\n"
+		"  info PACK                          the pack: members, geometry, space\n"
+		"  ls [-l] [--json] PACK              list recordings\n"
+		"  rm [-f] PACK NAME|GLOB...          delete recordings (shell-style globs)\n"
+		"  cat [--offset N] [--length N] [--no-verify] PACK NAME\n"
+		"                                     write a recording to standard output\n"
+		"  --version, --help\n",
+		prog);
+}
+
+static const char *state_name(uint8_t s)
+{
+	switch (s) {
+	case RECFS_STATE_RECORDING: return "recording";
+	case RECFS_STATE_SEALED: return "sealed";
+	default: return "free";
+	}
+}
+
+static const char *fmt_name(uint8_t f)
+{
+	return f == RECFS_FMT_VDIF ? "vdif" : "raw";
+}
+
+static double rec_rate(const struct recfs_rec *r)
+{
+	if (r->end_ns <= r->start_ns)
+		return 0;
+	return (double)r->committed_len / ((double)(r->end_ns - r->start_ns) / 1e9);
+}
+
+static int open_pack(const char *spec, unsigned flags, struct recfs_pack **p)
+{
+	int err = recfs_pack_open(spec, flags, p);
+
+	if (err)
+		die("%s", recfs_errmsg());
+	return err;
+}
+
+/* -------------------------------------------------------------------- info */
+static int cmd_info(int argc, char **argv)
+{
+	struct recfs_pack *p;
+	struct recfs_pack_info pi;
+	char u[37], t[40], b[32];
+
+	if (argc != 2) {
+		usage(stderr);
+		return 16;
+	}
+	if (open_pack(argv[1], RECFS_O_DEGRADED, &p))
+		return 1;
+	recfs_pack_info(p, &pi);
+	recfs_uuid_unparse(pi.uuid, u);
+	printf("label:          %s\n", pi.label);
+	printf("uuid:           %s\n", u);
+	printf("created:        %s\n", recfs_fmt_time(pi.created_ns, t, sizeof(t)));
+	printf("format:         v%u (compat 0x%llx, incompat 0x%llx)\n", RECFS_DISK_VERSION,
+	       (unsigned long long)pi.compat, (unsigned long long)pi.incompat);
+	printf("members:        %u (%u present)\n", pi.members, pi.members_present);
+	for (unsigned i = 0; i < pi.members; i++) {
+		struct recfs_member_info mi;
+		recfs_pack_member(p, i, &mi);
+		recfs_uuid_unparse(mi.uuid, u);
+		printf("  %2u  %-8s %s  %s\n", i, mi.present ? "ok" : "MISSING", u,
+		       mi.path ? mi.path : "-");
+	}
+	printf("chunk size:     %s\n", recfs_fmt_size(pi.chunk_size, b, sizeof(b)));
+	printf("capacity:       %s (%llu bytes)\n", recfs_fmt_size(pi.capacity, b, sizeof(b)),
+	       (unsigned long long)pi.capacity);
+	printf("used:           %s (%.1f%%)\n", recfs_fmt_size(pi.used, b, sizeof(b)),
+	       pi.capacity ? 100.0 * (double)pi.used / (double)pi.capacity : 0.0);
+	printf("free:           %s\n", recfs_fmt_size(pi.free, b, sizeof(b)));
+	printf("largest free:   %s\n", recfs_fmt_size(pi.largest_free, b, sizeof(b)));
+	printf("recordings:     %u (room for %u)\n", pi.recordings, pi.dir_capacity);
+	if (pi.bad_entries)
+		printf("warning:        %u damaged directory entries skipped: run fsck.recfs\n",
+		       pi.bad_entries);
+	if (pi.members_present != pi.members)
+		printf("warning:        pack is degraded: data on missing members is unreadable\n");
+	recfs_pack_close(p);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- ls */
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			printf("\\%c", *c);
+		else if (*c < 0x20 || *c >= 0x7f)
+			printf("\\u%04x", *c);
+		else
+			putchar(*c);
+	}
+	putchar('"');
+}
+
+/* names with control characters are printed escaped, like ls -b */
+static void print_name(const char *s)
+{
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c < 0x20 || *c == 0x7f || *c == '\\')
+			printf("\\%03o", *c);
+		else
+			putchar(*c);
+	}
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+	static const struct option lo[] = {{"long", no_argument, 0, 'l'},
+					   {"json", no_argument, 0, 'j'},
+					   {0, 0, 0, 0}};
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	bool lng = false, json = false;
+	int c, n = 0;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "l", lo, NULL)) != -1) {
+		if (c == 'l')
+			lng = true;
+		else if (c == 'j')
+			json = true;
+		else {
+			usage(stderr);
+			return 16;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 16;
+	}
+	if (open_pack(argv[optind], RECFS_O_DEGRADED, &p))
+		return 1;
+	if (json)
+		printf("[");
+	else if (lng)
+		printf("%-24s %14s %-9s %-24s %-24s %10s %6s %10s %10s\n", "NAME", "SIZE", "STATE",
+		       "START", "END", "MB/s", "FORMAT", "LOST", "DROPPED");
+	for (uint32_t i = 0; recfs_rec_next(p, &i, &r) == 0; i++, n++) {
+		char t1[40], t2[40];
+		recfs_fmt_time(r.start_ns, t1, sizeof(t1));
+		recfs_fmt_time(r.end_ns, t2, sizeof(t2));
+		if (json) {
+			printf("%s\n {\"name\": ", n ? "," : "");
+			json_str(r.name);
+			printf(", \"size\": %llu, \"state\": \"%s\", \"start\": \"%s\", \"end\": \"%s\", "
+			       "\"start_ns\": %llu, \"end_ns\": %llu, \"rate_bytes_per_s\": %.0f, "
+			       "\"uid\": \"%016llx\", \"format\": \"%s\", \"frame_size\": %u, \"source\": ",
+			       (unsigned long long)r.committed_len, state_name(r.state), t1, t2,
+			       (unsigned long long)r.start_ns, (unsigned long long)r.end_ns,
+			       rec_rate(&r), (unsigned long long)r.uid, fmt_name(r.input.format),
+			       r.input.frame_size);
+			json_str(r.input.source);
+			printf(", \"allocated\": %llu, \"packets\": %llu, \"wrong_size\": %llu, "
+			       "\"dropped\": %llu, \"frames_lost\": %llu, \"out_of_order\": %llu, "
+			       "\"invalid\": %llu, \"gaps_coalesced\": %s, \"gaps\": [",
+			       (unsigned long long)r.alloc_len, (unsigned long long)r.loss.packets,
+			       (unsigned long long)r.loss.wrong_size, (unsigned long long)r.loss.dropped,
+			       (unsigned long long)r.loss.frames_lost,
+			       (unsigned long long)r.loss.out_of_order,
+			       (unsigned long long)r.loss.invalid,
+			       r.loss.gap_flags & RECFS_GAPS_COALESCED ? "true" : "false");
+			for (uint32_t g = 0; g < r.loss.gap_count; g++)
+				printf("%s{\"offset\": %llu, \"frames\": %u, \"thread\": %u}", g ? ", " : "",
+				       (unsigned long long)r.loss.gaps[g].offset, r.loss.gaps[g].frames,
+				       r.loss.gaps[g].thread);
+			printf("]}");
+		} else if (lng) {
+			print_name(r.name);
+			printf("%*s %14llu %-9s %-24s %-24s %10.2f %6s %10llu %10llu\n",
+			       (int)(strlen(r.name) < 24 ? 24 - strlen(r.name) : 0), "",
+			       (unsigned long long)r.committed_len, state_name(r.state), t1, t2,
+			       rec_rate(&r) / 1e6, fmt_name(r.input.format),
+			       (unsigned long long)r.loss.frames_lost,
+			       (unsigned long long)r.loss.dropped);
+			for (uint32_t g = 0; g < r.loss.gap_count; g++)
+				printf("    gap at byte %llu: %u frames lost (thread %u)\n",
+				       (unsigned long long)r.loss.gaps[g].offset, r.loss.gaps[g].frames,
+				       r.loss.gaps[g].thread);
+			if (r.loss.gap_flags & RECFS_GAPS_COALESCED)
+				printf("    (more gaps than fit: nearby gaps merged)\n");
+		} else {
+			print_name(r.name);
+			printf("\n");
+		}
+	}
+	if (json)
+		printf("%s]\n", n ? "\n" : "");
+	recfs_pack_close(p);
+	return 0;
+}
+
+/* ---------------------------------------------------------------------- rm */
+static int cmd_rm(int argc, char **argv)
+{
+	static const struct option lo[] = {{"force", no_argument, 0, 'f'}, {0, 0, 0, 0}};
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	bool force = false;
+	uint32_t *victims = NULL;
+	size_t nv = 0;
+	int c, ret = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f", lo, NULL)) != -1) {
+		if (c == 'f')
+			force = true;
+		else {
+			usage(stderr);
+			return 16;
+		}
+	}
+	if (argc - optind < 2) {
+		usage(stderr);
+		return 16;
+	}
+	if (open_pack(argv[optind], RECFS_O_RDWR, &p))
+		return 1;
+	/* resolve every argument before deleting anything */
+	for (int a = optind + 1; a < argc; a++) {
+		const char *pat = argv[a];
+		size_t before = nv;
+		if (recfs_rec_lookup(p, pat, &r) == 0) {
+			victims = realloc(victims, (nv + 1) * sizeof(*victims));
+			victims[nv++] = r.index;
+		} else {
+			for (uint32_t i = 0; recfs_rec_next(p, &i, &r) == 0; i++)
+				if (fnmatch(pat, r.name, 0) == 0) {
+					victims = realloc(victims, (nv + 1) * sizeof(*victims));
+					victims[nv++] = r.index;
+				}
+		}
+		if (nv == before) {
+			die("no recording matches '%s'", pat);
+			goto out_close;
+		}
+	}
+	for (size_t k = 0; k < nv; k++) {
+		recfs_rec_get(p, victims[k], &r);
+		if (r.state == RECFS_STATE_RECORDING && !force) {
+			die("'%s' was never sealed (a crashed recording?): run fsck.recfs to recover it, or rm -f",
+			    r.name);
+			goto out_close;
+		}
+	}
+	for (size_t k = 0; k < nv; k++) {
+		if (recfs_rec_get(p, victims[k], &r))
+			continue; /* named twice */
+		if (recfs_rec_delete(p, victims[k], force ? RECFS_DEL_FORCE : 0)) {
+			die("%s", recfs_errmsg());
+			goto out_close;
+		}
+	}
+	ret = 0;
+out_close:
+	free(victims);
+	if (recfs_pack_close(p) && ret == 0)
+		ret = die("%s", recfs_errmsg());
+	return ret;
+}
+
+/* --------------------------------------------------------------------- cat */
+static int cmd_cat(int argc, char **argv)
+{
+	static const struct option lo[] = {{"offset", required_argument, 0, 'o'},
+					   {"length", required_argument, 0, 'n'},
+					   {"no-verify", no_argument, 0, 'N'},
+					   {0, 0, 0, 0}};
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	uint64_t off = 0, len = UINT64_MAX;
+	unsigned flags = RECFS_READ_VERIFY;
+	int c, ret = 1;
+	const size_t bsz = 4u << 20;
+	char *buf;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			if (recfs_parse_size(optarg, &off))
+				return die("--offset '%s' is not a byte count", optarg);
+			break;
+		case 'n':
+			if (recfs_parse_size(optarg, &len))
+				return die("--length '%s' is not a byte count", optarg);
+			break;
+		case 'N': flags = 0; break;
+		default: usage(stderr); return 16;
+		}
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		return 16;
+	}
+	if (open_pack(argv[optind], 0, &p))
+		return 1;
+	if (recfs_rec_lookup(p, argv[optind + 1], &r)) {
+		die("%s", recfs_errmsg());
+		goto out_close;
+	}
+	if (off > r.committed_len) {
+		die("--offset %llu is past the end of '%s' (%llu bytes)", (unsigned long long)off,
+		    r.name, (unsigned long long)r.committed_len);
+		goto out_close;
+	}
+	buf = malloc(bsz);
+	if (!buf) {
+		die("out of memory");
+		goto out_close;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	while (len) {
+		size_t want = len < bsz ? (size_t)len : bsz;
+		ssize_t got = recfs_rec_pread(p, &r, buf, want, off, flags);
+		if (got < 0) {
+			die("%s", recfs_errmsg());
+			goto out_buf;
+		}
+		if (got == 0)
+			break;
+		for (ssize_t w = 0; w < got;) {
+			ssize_t k = write(1, buf + w, (size_t)(got - w));
+			if (k < 0) {
+				if (errno == EINTR)
+					continue;
+				if (errno != EPIPE)
+					die("standard output: %s", strerror(errno));
+				ret = errno == EPIPE ? 0 : 1;
+				goto out_buf;
+			}
+			w += k;
+		}
+		off += (uint64_t)got;
+		len -= (uint64_t)got;
+	}
+	ret = 0;
+out_buf:
+	free(buf);
+out_close:
+	recfs_pack_close(p);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 16;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+		printf("recfs %s (format v%u)\n", RECFS_VERSION_STRING, RECFS_DISK_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "info"))
+		return cmd_info(argc - 1, argv + 1);
+	if (!strcmp(cmd, "ls"))
+		return cmd_ls(argc - 1, argv + 1);
+	if (!strcmp(cmd, "rm"))
+		return cmd_rm(argc - 1, argv + 1);
+	if (!strcmp(cmd, "cat"))
+		return cmd_cat(argc - 1, argv + 1);
+	die("unknown command '%s' (try --help)", cmd);
+	return 16;
+}
