@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfs-mount / mount.recfs: mount a recfs pack read-only with FUSE.
+ *
+ *   recfs-mount [-f] [-d] [-s] [-o OPTIONS] PACK MOUNTPOINT
+ *   mount.recfs PACK MOUNTPOINT [-sfnv] [-o OPTIONS]   (mount(8) helper)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mount.h"
+
+static const char *prog = "recfs-mount";
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: %s [-f] [-d] [-s] [-o OPTIONS] PACK MOUNTPOINT\n"
+		"       mount.recfs PACK MOUNTPOINT [-o OPTIONS]   (mount -t recfs PACK DIR)\n"
+		"Mount a recfs pack read-only: every recording is a file at the root.\n"
+		"PACK is a comma-separated list of member devices or files, in any order.\n"
+		"\n"
+		"  -f                stay in the foreground\n"
+		"  -d                debug: foreground, log every FUSE request\n"
+		"  -s                single-threaded request loop\n"
+		"  -o OPTIONS        comma-separated options:\n"
+		"     uid=N gid=N umask=OCT   owner and permission mask of every file (0444 & ~umask)\n"
+		"     noverify        do not check chunk checksums on read\n"
+		"     degraded        mount with missing members; their chunks read as EIO\n"
+		"     direct_io       bypass the page cache (default: page cache, keep_cache on\n"
+		"                     sealed recordings; recordings still growing are direct)\n"
+		"     nokeep_cache    drop cached pages at every open\n"
+		"     readahead_kb=N  the mount's bdi read_ahead_kb (root; default 4096, 0: leave)\n"
+		"     prefetch=N      chunks fetched ahead of a sequential reader (default 2x members)\n"
+		"     io_threads=N    chunk fetch threads (default 2x members, at least 4)\n"
+		"     cache_mb=N      chunk cache size (default 64)\n"
+		"     threads=N       most FUSE request threads (default 16)\n"
+		"     clone_fd        one /dev/fuse descriptor per request thread\n"
+		"     max_background=N  kernel background (readahead) requests (default 32)\n"
+		"     allow_other, allow_root, default_permissions, fsname=, subtype=, auto_unmount,\n"
+		"     noexec, nosuid, nodev, noatime: passed to FUSE; ro, rw, defaults, auto, noauto,\n"
+		"     user, users, nofail, _netdev, x-*: accepted for fstab and ignored\n"
+		"  -h, --help        this help\n"
+		"  -V, --version     version\n",
+		prog);
+}
+
+static int parse_uint(const char *v, unsigned base, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtoul(v, &end, (int)base);
+	return (errno || !*v || *end) ? -EINVAL : 0;
+}
+
+/* A numeric option into c->o: 1 if name is one (n = 1), -EINVAL on a bad
+ * value, 0 if name is not numeric. */
+static int numopt(const char *name, const char *v, unsigned long *n, struct rm_ctx *c)
+{
+	static const struct {
+		const char *name;
+		unsigned base;
+		unsigned long lo, hi;
+	} t[] = {
+		{"uid", 10, 0, UINT_MAX},        {"gid", 10, 0, UINT_MAX},
+		{"umask", 8, 0, 0777},           {"readahead_kb", 10, 0, 1u << 20},
+		{"prefetch", 10, 0, 1024},       {"io_threads", 10, 0, 256},
+		{"cache_mb", 10, 1, 1u << 20},   {"threads", 10, 1, 1024},
+		{"max_background", 10, 1, 65535},
+	};
+	unsigned long val;
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (strcmp(name, t[i].name))
+			continue;
+		if (parse_uint(v, t[i].base, &val) || val < t[i].lo || val > t[i].hi) {
+			fprintf(stderr, "%s: option %s: bad value '%s'\n", prog, name, v);
+			*n = 0;
+			return -EINVAL;
+		}
+		switch (i) {
+		case 0: c->o.uid = (uid_t)val; break;
+		case 1: c->o.gid = (gid_t)val; break;
+		case 2: c->o.umask = (mode_t)val; break;
+		case 3: c->o.readahead_kb = (unsigned)val; break;
+		case 4: c->o.prefetch = (unsigned)val; break;
+		case 5: c->o.io_threads = (unsigned)val; break;
+		case 6: c->o.cache_mb = (unsigned)val; break;
+		case 7: c->o.threads = (unsigned)val; break;
+		default: c->o.max_background = (unsigned)val; break;
+		}
+		*n = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Append "opt" to the FUSE -o string (commas escaped by the caller). */
+static int fopt_add(char **s, const char *opt)
+{
+	size_t l = *s ? strlen(*s) : 0, ol = strlen(opt);
+	char *n = realloc(*s, l + ol + 2);
+	if (!n)
+		return -ENOMEM;
+	if (l)
+		n[l++] = ',';
+	memcpy(n + l, opt, ol + 1);
+	*s = n;
+	return 0;
+}
+
+static char *escape_commas(const char *s)
+{
+	size_t n = 0;
+	char *out, *o;
+	for (const char *p = s; *p; p++)
+		n += (*p == ',' || *p == '\\') ? 2 : 1;
+	out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	o = out;
+	for (const char *p = s; *p; p++) {
+		if (*p == ',' || *p == '\\')
+			*o++ = '\\';
+		*o++ = *p;
+	}
+	*o = '\0';
+	return out;
+}
+
+/* One -o list into c->o and the FUSE option string. */
+static int parse_opts(struct rm_ctx *c, char *list, char **fopts, bool *have_fsname)
+{
+	char *save = NULL;
+	for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(t, '=');
+		unsigned long n = 0;
+		if (v)
+			*v++ = '\0';
+		if (v && numopt(t, v, &n, c)) {
+			if (n == 1)
+				continue;
+			return -EINVAL;
+		}
+		if (!strcmp(t, "noverify"))
+			c->o.verify = false;
+		else if (!strcmp(t, "verify"))
+			c->o.verify = true;
+		else if (!strcmp(t, "degraded"))
+			c->o.degraded = true;
+		else if (!strcmp(t, "direct_io"))
+			c->o.direct_io = true;
+		else if (!strcmp(t, "nokeep_cache"))
+			c->o.keep_cache = false;
+		else if (!strcmp(t, "keep_cache"))
+			c->o.keep_cache = true;
+		else if (!strcmp(t, "clone_fd"))
+			c->o.clone_fd = true;
+		else if (!strcmp(t, "debug"))
+			c->o.debug = c->o.foreground = true;
+		else if (!strcmp(t, "allow_other") || !strcmp(t, "allow_root") ||
+			 !strcmp(t, "default_permissions") || !strcmp(t, "auto_unmount") ||
+			 !strcmp(t, "noexec") || !strcmp(t, "nosuid") || !strcmp(t, "nodev") ||
+			 !strcmp(t, "noatime") || !strcmp(t, "exec") || !strcmp(t, "suid") ||
+			 !strcmp(t, "dev") || !strcmp(t, "atime") || !strcmp(t, "relatime") ||
+			 !strcmp(t, "fsname") || !strcmp(t, "subtype") || !strcmp(t, "max_read")) {
+			char *e = NULL;
+			if (v) {
+				char *ev = escape_commas(v);
+				if (!ev || asprintf(&e, "%s=%s", t, ev) < 0) {
+					free(ev);
+					return -ENOMEM;
+				}
+				free(ev);
+			}
+			if (!strcmp(t, "fsname"))
+				*have_fsname = true;
+			if (fopt_add(fopts, e ? e : t)) {
+				free(e);
+				return -ENOMEM;
+			}
+			free(e);
+		} else if (!strcmp(t, "ro") || !strcmp(t, "rw") || !strcmp(t, "defaults") ||
+			   !strcmp(t, "auto") || !strcmp(t, "noauto") || !strcmp(t, "user") ||
+			   !strcmp(t, "nouser") || !strcmp(t, "users") || !strcmp(t, "owner") ||
+			   !strcmp(t, "nofail") || !strcmp(t, "_netdev") || !strcmp(t, "async") ||
+			   !strcmp(t, "sync") || !strncmp(t, "x-", 2) || !strcmp(t, "comment")) {
+			/* fstab/mount(8) options: nothing to do (always read-only) */
+		} else {
+			fprintf(stderr, "%s: unknown option '%s'\n", prog, t);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void defaults(struct rm_ctx *c)
+{
+	c->o.uid = getuid();
+	c->o.gid = getgid();
+	c->o.umask = 0022;
+	c->o.verify = true;
+	c->o.keep_cache = true;
+	c->o.threads = 16;
+	c->o.cache_mb = 64;
+	c->o.readahead_kb = 4096;
+	c->o.max_background = 32;
+	c->o.io_threads = UINT_MAX; /* set from the member count */
+	c->o.prefetch = UINT_MAX;
+}
+
+int main(int argc, char **argv)
+{
+	struct rm_ctx c;
+	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	bool helper = !strncmp(base, "mount.", 6), fake = false, have_fsname = false;
+	char *fopts = NULL, *fargv[8];
+	struct fuse_args args;
+	struct fuse_loop_config *lc = NULL;
+	struct recfs_pack_info pi;
+	int opt, rc, ret = 1, fargc = 0;
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+
+	memset(&c, 0, sizeof(c));
+	pthread_mutex_init(&c.meta, NULL);
+	defaults(&c);
+	if (helper)
+		prog = base;
+	while ((opt = getopt_long(argc, argv, helper ? "sfnvo:N:hV" : "fdso:hV", longopts, NULL)) !=
+	       -1) {
+		switch (opt) {
+		case 'f':
+			if (helper)
+				fake = true; /* mount(8): do everything but the mount */
+			else
+				c.o.foreground = true;
+			break;
+		case 'd':
+			c.o.debug = c.o.foreground = true;
+			break;
+		case 's':
+			if (!helper)
+				c.o.single = true; /* helper: sloppy, ignored */
+			break;
+		case 'n':
+		case 'v':
+		case 'N':
+			break;
+		case 'o': {
+			char *dup = strdup(optarg);
+			if (!dup)
+				goto out;
+			rc = parse_opts(&c, dup, &fopts, &have_fsname);
+			free(dup);
+			if (rc)
+				goto out;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			ret = 0;
+			goto out;
+		case 'V':
+			printf("%s %s\n", prog, RECFS_VERSION_STRING);
+			ret = 0;
+			goto out;
+		default:
+			usage(stderr);
+			goto out;
+		}
+	}
+	if (argc - optind != 2) {
+		usage(stderr);
+		goto out;
+	}
+	c.spec = argv[optind];
+	c.mountpoint = realpath(argv[optind + 1], NULL);
+	if (!c.mountpoint) {
+		fprintf(stderr, "%s: mount point %s: %s\n", prog, argv[optind + 1], strerror(errno));
+		goto out;
+	}
+	{
+		struct stat st;
+		if (stat(c.mountpoint, &st) || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "%s: mount point %s: not a directory\n", prog, c.mountpoint);
+			goto out;
+		}
+	}
+
+	rc = recfs_pack_open(c.spec, c.o.degraded ? RECFS_O_DEGRADED : 0, &c.p);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", prog, recfs_errmsg());
+		goto out;
+	}
+	c.g = recfs_pack_geom(c.p);
+	rc = recfs_pack_info(c.p, &pi);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", prog, recfs_errmsg());
+		goto out_close_pack;
+	}
+	c.created_ns = pi.created_ns;
+	c.dir_capacity = pi.dir_capacity;
+	if (c.o.prefetch == UINT_MAX) {
+		uint64_t cap = (256ull << 20) / c.g->chunk_size;
+		c.o.prefetch = 2 * c.g->members;
+		if (c.o.prefetch < 4)
+			c.o.prefetch = 4;
+		if (c.o.prefetch > cap)
+			c.o.prefetch = cap > 1 ? (unsigned)cap : 1;
+	}
+	if (c.o.io_threads == UINT_MAX)
+		c.o.io_threads = 2 * c.g->members < 4 ? 4 : 2 * c.g->members;
+	if (fake) {
+		ret = 0;
+		goto out_close_pack;
+	}
+	c.nodes = calloc(c.dir_capacity ? c.dir_capacity : 1, sizeof(*c.nodes));
+	if (!c.nodes) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		goto out_close_pack;
+	}
+
+	if (!have_fsname) {
+		char *ev = escape_commas(c.spec), *e = NULL;
+		if (!ev || asprintf(&e, "fsname=%s", ev) < 0 || fopt_add(&fopts, e)) {
+			free(ev);
+			free(e);
+			goto out_free_nodes;
+		}
+		free(ev);
+		free(e);
+	}
+	if (fopt_add(&fopts, "ro") || fopt_add(&fopts, "subtype=recfs") ||
+	    fopt_add(&fopts, "default_permissions"))
+		goto out_free_nodes;
+	fargv[fargc++] = (char *)prog;
+	fargv[fargc++] = "-o";
+	fargv[fargc++] = fopts;
+	if (c.o.debug)
+		fargv[fargc++] = "-d";
+	fargv[fargc] = NULL;
+	args = (struct fuse_args)FUSE_ARGS_INIT(fargc, fargv);
+
+	c.se = fuse_session_new(&args, &rm_ops, sizeof(rm_ops), &c);
+	if (!c.se) {
+		fprintf(stderr, "%s: cannot start a FUSE session\n", prog);
+		goto out_free_nodes;
+	}
+	if (fuse_set_signal_handlers(c.se)) {
+		fprintf(stderr, "%s: cannot set signal handlers\n", prog);
+		goto out_destroy;
+	}
+	if (fuse_session_mount(c.se, c.mountpoint)) {
+		fprintf(stderr, "%s: cannot mount on %s\n", prog, c.mountpoint);
+		goto out_signals;
+	}
+	rm_log_init(c.o.foreground);
+	if (fuse_daemonize(c.o.foreground)) {
+		fprintf(stderr, "%s: cannot go to the background\n", prog);
+		goto out_unmount;
+	}
+	/* threads only now: fuse_daemonize forks */
+	rc = rm_cache_new(&c);
+	if (rc < 0) {
+		rm_log("cannot start the chunk cache: %s", strerror(-rc));
+		goto out_cache;
+	}
+	if (c.o.single) {
+		rc = fuse_session_loop(c.se);
+	} else {
+		lc = fuse_loop_cfg_create();
+		if (!lc)
+			goto out_cache;
+		fuse_loop_cfg_set_clone_fd(lc, c.o.clone_fd);
+		fuse_loop_cfg_set_max_threads(lc, c.o.threads);
+		fuse_loop_cfg_set_idle_threads(lc, c.o.threads / 2 ? c.o.threads / 2 : 1);
+		rc = fuse_session_loop_mt(c.se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+	ret = rc < 0 ? 1 : 0;
+out_cache:
+	rm_cache_free(&c);
+out_unmount:
+	fuse_session_unmount(c.se);
+out_signals:
+	fuse_remove_signal_handlers(c.se);
+out_destroy:
+	fuse_session_destroy(c.se);
+	fuse_opt_free_args(&args);
+out_free_nodes:
+	rm_nodes_free(&c);
+out_close_pack:
+	recfs_pack_close(c.p);
+out:
+	free(fopts);
+	free(c.mountpoint);
+	return ret;
+}

@@ -1,0 +1,12 @@
+# recfs-mount: the FUSE driver; mount.recfs is the same program (mount(8)
+# helper calling convention, chosen by its name).
+FUSE_OBJS := $(BUILD)/obj/fs/fuse/main.o $(BUILD)/obj/fs/fuse/ops.o $(BUILD)/obj/fs/fuse/cache.o
+PROGS += $(BUILD)/bin/recfs-mount $(BUILD)/bin/mount.recfs
+
+$(BUILD)/obj/fs/fuse/%.o: EXTRA_CFLAGS += $(FUSE_CFLAGS)
+$(FUSE_OBJS): fs/fuse/mount.h
+
+$(BUILD)/bin/recfs-mount $(BUILD)/bin/mount.recfs: $(FUSE_OBJS) $(LIBRECFS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(FUSE_LIBS) $(THREAD_LIBS)
+include tests/tools/rules.mk
