@@ -1,0 +1,19 @@
+# recorder/: recfs-record, recfs-play, and the bench-only UDP sink.
+RECORDER_COMMON := $(BUILD)/obj/recorder/common.o $(BUILD)/obj/recorder/vdif.o
+RECORDER_HDRS := recorder/rec.h
+
+$(BUILD)/obj/recorder/%.o: $(RECORDER_HDRS)
+
+PROGS += $(BUILD)/bin/recfs-record $(BUILD)/bin/recfs-play
+$(BUILD)/bin/recfs-record: $(BUILD)/obj/recorder/record.o $(RECORDER_COMMON) $(LIBRECFS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(AIO_LIBS) $(THREAD_LIBS)
+
+$(BUILD)/bin/recfs-play: $(BUILD)/obj/recorder/play.o $(RECORDER_COMMON) $(LIBRECFS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+# bench/udp.sh's ceiling: recvmmsg and discard (not installed)
+$(BUILD)/bench/recfs-udpsink: $(BUILD)/obj/recorder/udpsink.o $(RECORDER_COMMON) $(LIBRECFS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
