@@ -1,0 +1,287 @@
+/* Assembly, the directory and the allocator on in-memory packs. */
+#include "helpers.h"
+#include "internal.h"
+
+#define MSZ (24ull << 20)
+#define CH (64u << 10)
+
+static void test_assembly_permuted(void **state)
+{
+	struct recfs_fault *f = tpack_new(4, MSZ, CH, 16);
+	unsigned perms[][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}, {2, 0, 3, 1}, {1, 3, 0, 2}};
+	struct recfs_pack *p;
+	(void)state;
+
+	for (unsigned k = 0; k < 4; k++) {
+		assert_int_equal(tpack_open(f, 4, perms[k], 0, &p), 0);
+		assert_int_equal(recfs_pack_geom(p)->members, 4);
+		for (unsigned i = 0; i < 4; i++) {
+			char want[16];
+			snprintf(want, sizeof(want), "fault%u", i);
+			assert_string_equal(recfs_pack_dev(p, i)->path, want);
+		}
+		recfs_pack_close(p);
+	}
+	recfs_fault_free(f);
+}
+
+static void test_assembly_refusals(void **state)
+{
+	struct recfs_fault *f = tpack_new(3, MSZ, CH, 16);
+	struct recfs_fault *g = tpack_new(3, MSZ, CH, 16);
+	struct recfs_pack *p;
+	struct recfs_dev *d[4];
+	(void)state;
+
+	/* missing member 1 */
+	d[0] = recfs_fault_dev(f, 0);
+	d[1] = recfs_fault_dev(f, 2);
+	assert_int_equal(recfs_pack_open_devs(d, 2, 0, &p), -ENXIO);
+	assert_non_null(strstr(recfs_errmsg(), "member 1"));
+	/* ... accepted degraded, read-only only */
+	d[0] = recfs_fault_dev(f, 0);
+	d[1] = recfs_fault_dev(f, 2);
+	assert_int_equal(recfs_pack_open_devs(d, 2, RECFS_O_DEGRADED, &p), 0);
+	assert_null(recfs_pack_dev(p, 1));
+	recfs_pack_close(p);
+	d[0] = recfs_fault_dev(f, 0);
+	d[1] = recfs_fault_dev(f, 2);
+	assert_int_equal(recfs_pack_open_devs(d, 2, RECFS_O_DEGRADED | RECFS_O_RDWR, &p), -EROFS);
+	/* foreign member, named */
+	d[0] = recfs_fault_dev(f, 0);
+	d[1] = recfs_fault_dev(f, 1);
+	d[2] = recfs_fault_dev(g, 2);
+	assert_int_equal(recfs_pack_open_devs(d, 3, 0, &p), -EXDEV);
+	assert_non_null(strstr(recfs_errmsg(), "fault2: member of another pack"));
+	/* duplicated member */
+	d[0] = recfs_fault_dev(f, 0);
+	d[1] = recfs_fault_dev(f, 1);
+	d[2] = recfs_fault_dev(f, 1);
+	assert_int_equal(recfs_pack_open_devs(d, 3, 0, &p), -EINVAL);
+	assert_non_null(strstr(recfs_errmsg(), "both member 1"));
+	/* not recfs at all */
+	memset(recfs_fault_image(g, 0), 0, MSZ);
+	d[0] = recfs_fault_dev(g, 0);
+	assert_int_equal(recfs_pack_open_devs(d, 1, 0, &p), -EUCLEAN);
+	assert_non_null(strstr(recfs_errmsg(), "fault0: not a recfs member"));
+	recfs_fault_free(f);
+	recfs_fault_free(g);
+}
+
+static void test_backup_superblock(void **state)
+{
+	struct recfs_fault *f = tpack_new(2, MSZ, CH, 16);
+	struct recfs_pack *p;
+	(void)state;
+
+	/* primary of member 1 destroyed: the backup is used */
+	memset(recfs_fault_image(f, 1), 0xee, 4096);
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &p), 0);
+	recfs_pack_close(p);
+	/* both gone: refused, naming the member */
+	memset(recfs_fault_image(f, 1) + MSZ - 4096, 0xee, 4096);
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &p), -EUCLEAN);
+	assert_non_null(strstr(recfs_errmsg(), "fault1"));
+	recfs_fault_free(f);
+}
+
+static void write_rec(struct recfs_pack *p, const char *name, unsigned s, uint64_t len,
+		      uint64_t hint, struct recfs_rec *r)
+{
+	struct recfs_appender *a;
+	uint8_t buf[10000];
+
+	assert_int_equal(recfs_rec_create(p, name, NULL, hint, r), 0);
+	assert_int_equal(recfs_appender_new(p, r, &a), 0);
+	for (uint64_t off = 0; off < len;) {
+		size_t n = len - off < sizeof(buf) ? (size_t)(len - off) : sizeof(buf);
+		tfill(s, off, buf, n);
+		assert_int_equal(recfs_append(a, buf, n), 0);
+		off += n;
+	}
+	assert_int_equal(recfs_append_seal(a), 0);
+	recfs_appender_free(a);
+}
+
+static void test_directory_ops(void **state)
+{
+	struct recfs_fault *f = tpack_new(3, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r, a, b;
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 3, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "a", 1, 100000, 0, &a);
+	assert_int_equal(a.state, RECFS_STATE_SEALED);
+	assert_int_equal(a.committed_len, 100000);
+	assert_int_equal(a.alloc_len, recfs_pack_geom(p)->row_bytes); /* tail returned */
+	assert_int_equal(recfs_rec_create(p, "a", NULL, 0, &r), -EEXIST);
+	assert_int_equal(recfs_rec_create(p, "x/y", NULL, 0, &r), -EINVAL);
+	assert_int_equal(recfs_rec_create(p, "..", NULL, 0, &r), -EINVAL);
+	write_rec(p, "b", 2, 3 * CH + 17, 0, &b);
+	assert_int_equal(recfs_rec_lookup(p, "b", &r), 0);
+	assert_int_equal(r.uid, b.uid);
+	assert_int_not_equal(a.uid, b.uid);
+	assert_int_equal(tcheck(p, &r, 2, 3 * CH + 17), 0);
+	/* unaligned reads at every boundary */
+	uint8_t buf[300];
+	uint64_t offs[] = {0, 1, CH - 1, CH - 150, 2 * CH - 7, 3 * CH, 3 * CH + 16};
+	for (unsigned k = 0; k < 7; k++) {
+		ssize_t want = (ssize_t)(3 * CH + 17 - offs[k]);
+		if (want > 300)
+			want = 300;
+		assert_int_equal(recfs_rec_pread(p, &r, buf, 300, offs[k], RECFS_READ_VERIFY), want);
+		for (ssize_t i = 0; i < want; i++)
+			assert_int_equal(buf[i], tbyte(2, offs[k] + (uint64_t)i));
+	}
+	assert_int_equal(recfs_rec_pread(p, &r, buf, 300, 3 * CH + 17, 0), 0);
+	/* delete and reopen */
+	assert_int_equal(recfs_rec_delete(p, a.index, 0), 0);
+	assert_int_equal(recfs_rec_lookup(p, "a", &r), -ENOENT);
+	recfs_pack_close(p);
+	assert_int_equal(tpack_open(f, 3, NULL, 0, &p), 0);
+	assert_int_equal(recfs_rec_lookup(p, "a", &r), -ENOENT);
+	assert_int_equal(recfs_rec_lookup(p, "b", &r), 0);
+	assert_int_equal(tcheck(p, &r, 2, 3 * CH + 17), 0);
+	/* read-only: every modification refused */
+	assert_int_equal(recfs_rec_create(p, "c", NULL, 0, &r), -EROFS);
+	assert_int_equal(recfs_rec_delete(p, b.index, 0), -EROFS);
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
+static void test_directory_full(void **state)
+{
+	struct recfs_fault *f = tpack_new(1, MSZ, CH, 3);
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "1", 1, 10, CH, &r);
+	write_rec(p, "2", 1, 10, CH, &r);
+	write_rec(p, "3", 1, 10, CH, &r);
+	assert_int_equal(recfs_rec_create(p, "4", NULL, CH, &r), -ENFILE);
+	assert_int_equal(recfs_rec_lookup(p, "2", &r), 0);
+	assert_int_equal(recfs_rec_delete(p, r.index, 0), 0);
+	write_rec(p, "4", 1, 10, CH, &r);
+	assert_int_equal(r.index, 1); /* the freed slot is reused */
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
+static void test_allocator(void **state)
+{
+	struct recfs_fault *f = tpack_new(2, MSZ, CH, 32);
+	struct recfs_pack *p;
+	struct recfs_pack_info pi;
+	struct recfs_rec r, big, x[6];
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
+	const uint64_t row = recfs_pack_geom(p)->row_bytes, cap = recfs_pack_geom(p)->capacity;
+	/* six recordings of 2 rows each, back to back from the start */
+	for (int i = 0; i < 6; i++) {
+		char n[8];
+		snprintf(n, sizeof(n), "x%d", i);
+		write_rec(p, n, (unsigned)i, 2 * row, 2 * row, &x[i]);
+		assert_int_equal(x[i].ext_start, (uint64_t)i * 2 * row);
+	}
+	/* free the space before and between recordings */
+	assert_int_equal(recfs_rec_delete(p, x[0].index, 0), 0);
+	assert_int_equal(recfs_rec_delete(p, x[2].index, 0), 0);
+	assert_int_equal(recfs_rec_delete(p, x[3].index, 0), 0);
+	recfs_pack_info(p, &pi);
+	assert_int_equal(pi.free, cap - 6 * row);
+	/* a sized stream takes the smallest hole that fits: the 2-row hole at 0 */
+	write_rec(p, "fit2", 9, 2 * row, 2 * row, &r);
+	assert_int_equal(r.ext_start, 0);
+	/* a 4-row stream goes to the hole x2+x3 left */
+	write_rec(p, "fit4", 9, 4 * row - 5, 4 * row, &r);
+	assert_int_equal(r.ext_start, 4 * row);
+	/* unknown length: the largest free extent, tail returned at seal */
+	write_rec(p, "stream", 3, row + 1, 0, &big);
+	assert_int_equal(big.ext_start, 12 * row);
+	assert_int_equal(big.alloc_len, 2 * row);
+	recfs_pack_info(p, &pi);
+	assert_int_equal(pi.free, cap - 14 * row);
+	assert_int_equal(pi.largest_free, cap - 14 * row);
+	/* fill the pack: the appender stops at the extent's end */
+	assert_int_equal(recfs_rec_create(p, "fill", NULL, 0, &r), 0);
+	struct recfs_appender *a;
+	assert_int_equal(recfs_appender_new(p, &r, &a), 0);
+	uint8_t buf[4096] = {0};
+	uint64_t put = 0;
+	while (recfs_append(a, buf, sizeof(buf)) == 0)
+		put += sizeof(buf);
+	assert_int_equal(put, cap - 14 * row);
+	assert_int_equal(recfs_append_seal(a), 0);
+	recfs_appender_free(a);
+	recfs_pack_info(p, &pi);
+	assert_int_equal(pi.free, 0);
+	assert_int_equal(recfs_rec_create(p, "more", NULL, 0, &r), -ENOSPC);
+	/* reopen: the bitmap and the directory agree */
+	recfs_pack_close(p);
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &p), 0);
+	recfs_pack_info(p, &pi);
+	assert_int_equal(pi.free, 0);
+	assert_int_equal(pi.recordings, 7);
+	assert_int_equal(recfs_rec_lookup(p, "stream", &r), 0);
+	assert_int_equal(tcheck(p, &r, 3, row + 1), 0);
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
+static void test_corrupt_chunk(void **state)
+{
+	struct recfs_fault *f = tpack_new(2, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	uint8_t buf[100];
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "c", 5, 4 * CH, 0, &r);
+	const struct recfs_geom *g = recfs_pack_geom(p);
+	unsigned m;
+	uint64_t mo;
+	recfs_map(g, r.ext_start + 2 * CH + 10, &m, &mo);
+	recfs_fault_image(f, m)[mo] ^= 1;
+	assert_int_equal(recfs_rec_pread(p, &r, buf, 100, 2 * CH + 50, RECFS_READ_VERIFY), -EIO);
+	assert_non_null(strstr(recfs_errmsg(), "131072-196607"));
+	assert_int_equal(recfs_rec_pread(p, &r, buf, 100, CH, RECFS_READ_VERIFY), 100);
+	assert_int_equal(recfs_rec_pread(p, &r, buf, 100, 2 * CH + 50, 0), 100);
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
+static void test_replica_damage(void **state)
+{
+	struct recfs_fault *f = tpack_new(3, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 3, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "keep", 4, 5 * CH + 3, 0, &r);
+	const struct recfs_geom g = *recfs_pack_geom(p);
+	recfs_pack_close(p);
+	/* wipe member 0's directory and both bitmap copies: other replicas serve */
+	memset(recfs_fault_image(f, 0) + g.bitmap_off, 0, g.csum_off - g.bitmap_off);
+	assert_int_equal(tpack_open(f, 3, NULL, 0, &p), 0);
+	assert_int_equal(recfs_rec_lookup(p, "keep", &r), 0);
+	assert_int_equal(tcheck(p, &r, 4, 5 * CH + 3), 0);
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_assembly_permuted), cmocka_unit_test(test_assembly_refusals),
+		cmocka_unit_test(test_backup_superblock), cmocka_unit_test(test_directory_ops),
+		cmocka_unit_test(test_directory_full),    cmocka_unit_test(test_allocator),
+		cmocka_unit_test(test_corrupt_chunk),     cmocka_unit_test(test_replica_damage),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

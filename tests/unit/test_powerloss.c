@@ -1,0 +1,208 @@
+/* Power loss at every write of a recording session, on the library alone:
+ * after the cut the pack assembles, every acknowledged seal is byte-identical,
+ * every interrupted recording holds at least its last acknowledged commit and
+ * nothing that does not verify, extents never overlap, and new allocations
+ * never clobber old data.  (fsck's recovery is tested in test_fsck_*.) */
+#include "helpers.h"
+#include "internal.h"
+
+#define MSZ (8ull << 20)
+#define CH (64u << 10)
+#define NM 2
+
+enum { R_OLD1, R_OLD2, R_LIVE, R_NEW, NR };
+static const char *names[NR] = {"old1", "old2", "live", "new"};
+static const uint64_t lens[NR] = {3 * CH + 100, 2 * CH, 5 * CH + 999, 2 * CH + 5};
+
+struct acked {
+	bool created[NR], sealed[NR], deleted[NR], delete_started[NR];
+	uint64_t synced[NR];   /* last acknowledged committed length */
+	uint64_t appended[NR]; /* bytes handed to the appender */
+};
+
+static int append_stream(struct recfs_appender *a, unsigned s, uint64_t from, uint64_t to)
+{
+	uint8_t buf[7000];
+	for (uint64_t off = from; off < to;) {
+		size_t n = to - off < sizeof(buf) ? (size_t)(to - off) : sizeof(buf);
+		tfill(s, off, buf, n);
+		int err = recfs_append(a, buf, n);
+		if (err)
+			return err;
+		off += n;
+	}
+	return 0;
+}
+
+/* One recording written and sealed, syncing every `step` bytes. */
+static int put(struct recfs_pack *p, unsigned k, uint64_t step, struct acked *ack)
+{
+	struct recfs_rec r;
+	struct recfs_appender *a;
+	int err = recfs_rec_create(p, names[k], NULL, k == R_NEW ? lens[k] : 0, &r);
+	if (err)
+		return err;
+	ack->created[k] = true;
+	if ((err = recfs_appender_new(p, &r, &a)))
+		return err;
+	for (uint64_t off = 0; off < lens[k];) {
+		uint64_t to = off + step < lens[k] ? off + step : lens[k];
+		ack->appended[k] = to;
+		if ((err = append_stream(a, k, off, to)) || (err = recfs_append_sync(a)))
+			goto out;
+		ack->synced[k] = to;
+		off = to;
+	}
+	if ((err = recfs_append_seal(a)))
+		goto out;
+	ack->sealed[k] = true;
+out:
+	recfs_appender_free(a);
+	return err;
+}
+
+static void session(struct recfs_fault *f, struct acked *ack)
+{
+	struct recfs_pack *p;
+	struct recfs_rec r;
+
+	memset(ack, 0, sizeof(*ack));
+	if (tpack_open(f, NM, NULL, RECFS_O_RDWR, &p))
+		return;
+	if (put(p, R_OLD1, CH, ack) || put(p, R_OLD2, 5 * CH, ack) || put(p, R_LIVE, CH + 333, ack))
+		goto out;
+	if (recfs_rec_lookup(p, names[R_OLD1], &r))
+		goto out;
+	ack->delete_started[R_OLD1] = true;
+	if (recfs_rec_delete(p, r.index, 0))
+		goto out;
+	ack->deleted[R_OLD1] = true;
+	put(p, R_NEW, CH / 2, ack);
+out:
+	recfs_pack_close(p);
+}
+
+static void verify(struct recfs_fault *f, const struct acked *ack, const char *what)
+{
+	struct recfs_pack *p;
+	struct recfs_rec r;
+
+	int err = tpack_open(f, NM, NULL, 0, &p);
+	if (err)
+		fail_msg("%s: pack does not assemble: %s", what, recfs_errmsg());
+	for (unsigned k = 0; k < NR; k++) {
+		int found = recfs_rec_lookup(p, names[k], &r) == 0;
+		if (ack->deleted[k]) {
+			if (found)
+				fail_msg("%s: %s deleted but present", what, names[k]);
+			continue;
+		}
+		if (!found) {
+			if (ack->delete_started[k])
+				continue; /* a delete in flight may or may not have landed */
+			if (ack->sealed[k] || ack->synced[k] || ack->created[k])
+				fail_msg("%s: %s lost", what, names[k]);
+			continue;
+		}
+		if (ack->sealed[k] && (r.state != RECFS_STATE_SEALED || r.committed_len != lens[k]))
+			fail_msg("%s: %s sealed at %llu, now state %u len %llu", what, names[k],
+				 (unsigned long long)lens[k], r.state,
+				 (unsigned long long)r.committed_len);
+		if (r.committed_len < ack->synced[k] || r.committed_len > ack->appended[k])
+			fail_msg("%s: %s committed %llu outside acked %llu..appended %llu", what,
+				 names[k], (unsigned long long)r.committed_len,
+				 (unsigned long long)ack->synced[k],
+				 (unsigned long long)ack->appended[k]);
+		if (tcheck(p, &r, k, r.committed_len))
+			fail_msg("%s: %s data differs within its %llu committed bytes: %s", what,
+				 names[k], (unsigned long long)r.committed_len, recfs_errmsg());
+	}
+	/* no two live extents share a row */
+	for (uint32_t i = 0; i < p->dir_hwm; i++)
+		for (uint32_t j = i + 1; j < p->dir_hwm; j++) {
+			const struct recfs_rec *a = p->ent[i], *b = p->ent[j];
+			if (a && b && a->alloc_len && b->alloc_len &&
+			    a->ext_start < b->ext_start + b->alloc_len &&
+			    b->ext_start < a->ext_start + a->alloc_len)
+				fail_msg("%s: %s and %s overlap", what, a->name, b->name);
+		}
+	recfs_pack_close(p);
+
+	/* life goes on: a new recording fills the free space; nothing else moves */
+	assert_int_equal(tpack_open(f, NM, NULL, RECFS_O_RDWR, &p), 0);
+	if (recfs_rec_create(p, "after", NULL, 0, &r) == 0) {
+		struct recfs_appender *a;
+		assert_int_equal(recfs_appender_new(p, &r, &a), 0);
+		uint8_t junk[4096];
+		memset(junk, 0x5a, sizeof(junk));
+		while (recfs_append(a, junk, sizeof(junk)) == 0)
+			;
+		assert_int_equal(recfs_append_seal(a), 0);
+		recfs_appender_free(a);
+	}
+	for (unsigned k = 0; k < NR; k++)
+		if (recfs_rec_lookup(p, names[k], &r) == 0 && tcheck(p, &r, k, r.committed_len))
+			fail_msg("%s: %s clobbered by a later allocation", what, names[k]);
+	recfs_pack_close(p);
+}
+
+static void run_cuts(unsigned torn, unsigned flags)
+{
+	struct acked ack;
+	struct recfs_fault *f = tpack_new(NM, MSZ, CH, 8);
+	recfs_fault_reboot(f);
+	session(f, &ack);
+	uint64_t total = recfs_fault_writes(f);
+	recfs_fault_free(f);
+	assert_true(total > 20);
+	assert_true(ack.sealed[R_NEW]);
+
+	for (uint64_t n = 1; n <= total; n++) {
+		char what[96];
+		snprintf(what, sizeof(what), "cut at write %llu/%llu torn %u%s",
+			 (unsigned long long)n, (unsigned long long)total, torn,
+			 flags ? " volatile" : "");
+		f = tpack_new(NM, MSZ, CH, 8);
+		recfs_fault_reboot(f);
+		recfs_fault_cut_at(f, n, torn, flags);
+		session(f, &ack);
+		assert_true(recfs_fault_cut_fired(f));
+		recfs_fault_reboot(f);
+		verify(f, &ack, what);
+		recfs_fault_free(f);
+	}
+}
+
+static void test_cut_clean(void **s) { (void)s; run_cuts(0, 0); }
+static void test_cut_torn(void **s) { (void)s; run_cuts(1, 0); }
+static void test_cut_torn3(void **s) { (void)s; run_cuts(3, 0); }
+static void test_cut_volatile(void **s) { (void)s; run_cuts(0, RECFS_FAULT_VOLATILE); }
+static void test_cut_volatile_torn(void **s) { (void)s; run_cuts(5, RECFS_FAULT_VOLATILE); }
+
+/* a write error on one member: the pack goes on with the other replicas,
+ * the error is reported naming the member */
+static void test_fail_write(void **state)
+{
+	struct recfs_fault *f = tpack_new(NM, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	(void)state;
+
+	recfs_fault_reboot(f);
+	assert_int_equal(tpack_open(f, NM, NULL, RECFS_O_RDWR, &p), 0);
+	recfs_fault_fail_at(f, 1);
+	assert_int_equal(recfs_rec_create(p, "x", NULL, 0, &r), -EIO);
+	assert_non_null(strstr(recfs_errmsg(), "fault0"));
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cut_clean),    cmocka_unit_test(test_cut_torn),
+		cmocka_unit_test(test_cut_torn3),    cmocka_unit_test(test_cut_volatile),
+		cmocka_unit_test(test_cut_volatile_torn), cmocka_unit_test(test_fail_write),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
