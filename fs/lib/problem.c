@@ -11,7 +11,6 @@
 #include "internal.h"
 #include "problem.h"
 
-#define P(num, fl, m, f, d) { num, #num, m, f, fl, d }
 #define NOFIX RECFS_PRF_NOFIX
 #define PREEN RECFS_PRF_PREEN
 #define FATAL (RECFS_PRF_FATAL | RECFS_PRF_NOFIX)

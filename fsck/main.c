@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/* fsck.recfs: a thin front end to recfs_check() (fs/lib/check.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recfs/check.h"
+#include "recfs/recfs.h"
+
+struct fsck_ui {
+	FILE *prog;               /* progress bar stream, NULL: none */
+	bool all_yes;
+	struct timespec t0;
+	double last;
+};
+
+static volatile sig_atomic_t fsck_interrupted;
+
+static void fsck_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: fsck.recfs [-n | -y | -p | -a] [-f] [-v] [--verify] [--progress] PACK [MEMBER...]\n"
+		"Check and repair a recfs pack; recover recordings cut short by a crash.\n"
+		"PACK is a comma-separated member list (any order); members may also be\n"
+		"given as separate arguments (as fsck -t recfs does).\n"
+		"  -n            check only: open read-only, answer no, never write\n"
+		"  -y            repair every problem that can be repaired\n"
+		"  -p, -a        repair what is safe without asking; stop at anything else\n"
+		"  -f            force a full check (every check is full; accepted for fsck)\n"
+		"  -v            verbose: print each pass\n"
+		"      --verify  read every committed chunk and check it against its checksum\n"
+		"      --progress, -C [FD]  progress bar for --verify (stderr, or FD)\n"
+		"  -r            accepted for fsck(8) compatibility\n"
+		"  -h, --help    this help;  -V, --version  the version\n"
+		"Exit status: 0 clean, 1 errors corrected, 4 errors left, 8 operational error,\n"
+		"16 usage error, 32 cancelled (sums as in fsck(8)).\n");
+}
+
+static void fsck_out(void *ctx, const char *line)
+{
+	(void)ctx;
+	printf("%s\n", line);
+	fflush(stdout);
+}
+
+static int fsck_ask(void *ctx, const char *question)
+{
+	struct fsck_ui *ui = ctx;
+	char line[64];
+
+	if (ui->all_yes) {
+		printf("  %s? yes\n", question);
+		return RECFS_ASK_YES;
+	}
+	for (;;) {
+		printf("  %s? [y]es/[n]o/[a]ll/[q]uit ", question);
+		fflush(stdout);
+		if (fsck_interrupted || !fgets(line, sizeof(line), stdin))
+			return RECFS_ASK_CANCEL;
+		switch (line[0]) {
+		case 'y': case 'Y': return RECFS_ASK_YES;
+		case 'n': case 'N': return RECFS_ASK_NO;
+		case 'a': case 'A': ui->all_yes = true; return RECFS_ASK_YES;
+		case 'q': case 'Q': return RECFS_ASK_CANCEL;
+		default: break;
+		}
+	}
+}
+
+static double fsck_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void fsck_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct fsck_ui *ui = ctx;
+	char a[32], b[32], r[32];
+	double t = fsck_now() - ((double)ui->t0.tv_sec + (double)ui->t0.tv_nsec / 1e9);
+	double frac = total ? (double)done / (double)total : 1.0;
+	double rate = t > 0 ? (double)done / t : 0;
+	int width = 30, fill = (int)(frac * width + 0.5);
+	unsigned eta = rate > 0 ? (unsigned)((double)(total - done) / rate) : 0;
+
+	if (!ui->prog)
+		return;
+	fprintf(ui->prog, "\rverify [%.*s%.*s] %5.1f%% %s/%s %s/s ETA %u:%02u ", fill,
+		"##############################", width - fill, "..............................",
+		frac * 100.0, recfs_fmt_size(done, a, sizeof(a)), recfs_fmt_size(total, b, sizeof(b)),
+		recfs_fmt_size((uint64_t)rate, r, sizeof(r)), eta / 60, eta % 60);
+	if (done >= total)
+		fputc('\n', ui->prog);
+	fflush(ui->prog);
+}
+
+static void fsck_on_signal(int sig)
+{
+	(void)sig;
+	fsck_interrupted = 1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "verify", no_argument, NULL, 'K' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct recfs_check_opts o = {0};
+	struct recfs_check_stats st;
+	struct recfs_dev *devs[RECFS_MAX_MEMBERS * 2];
+	struct fsck_ui ui = {0};
+	unsigned nd = 0, nmodes = 0;
+	int ch, ret, progress_fd = -1;
+	bool interactive = true;
+
+	o.mode = RECFS_CHECK_ASK;
+	while ((ch = getopt_long(argc, argv, "nypafvrC::hVt:", lopts, NULL)) != -1) {
+		switch (ch) {
+		case 'n': o.mode = RECFS_CHECK_NO; nmodes++; interactive = false; break;
+		case 'y': o.mode = RECFS_CHECK_YES; nmodes++; interactive = false; break;
+		case 'p':
+		case 'a': o.mode = RECFS_CHECK_PREEN; nmodes++; interactive = false; break;
+		case 'f': case 'r': case 't': break;
+		case 'v': o.verbose = true; break;
+		case 'K': o.verify = true; break;
+		case 'P': progress_fd = 2; break;
+		case 'C':
+			progress_fd = optarg ? atoi(optarg) : 2;
+			if (progress_fd == 0)
+				progress_fd = 1;
+			break;
+		case 'h': fsck_usage(stdout); return 0;
+		case 'V': printf("fsck.recfs (recfs) %s\n", RECFS_VERSION_STRING); return 0;
+		default: fsck_usage(stderr); return RECFS_FSCK_USAGE;
+		}
+	}
+	if (nmodes > 1) {
+		fprintf(stderr, "fsck.recfs: only one of -n, -y, -p/-a may be given\n");
+		return RECFS_FSCK_USAGE;
+	}
+	if (optind >= argc) {
+		fsck_usage(stderr);
+		return RECFS_FSCK_USAGE;
+	}
+	if (interactive && !isatty(STDIN_FILENO)) {
+		fprintf(stderr,
+			"fsck.recfs: need a terminal for interactive repairs: give -n, -y or -p\n");
+		return RECFS_FSCK_ERROR;
+	}
+	/* members: comma lists and separate arguments alike */
+	for (int a = optind; a < argc; a++) {
+		char **paths;
+		unsigned n;
+		if (recfs_spec_split(argv[a], &paths, &n)) {
+			fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
+			ret = RECFS_FSCK_USAGE;
+			goto out_close;
+		}
+		for (unsigned i = 0; i < n; i++) {
+			unsigned fl = o.mode == RECFS_CHECK_NO ? 0 : RECFS_DEV_WRITE | RECFS_DEV_EXCL;
+			int err;
+			if (nd == sizeof(devs) / sizeof(devs[0])) {
+				fprintf(stderr, "fsck.recfs: too many members\n");
+				recfs_spec_free(paths, n);
+				ret = RECFS_FSCK_USAGE;
+				goto out_close;
+			}
+			err = recfs_dev_open(paths[i], fl, &devs[nd]);
+			if (err) {
+				fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
+				recfs_spec_free(paths, n);
+				ret = RECFS_FSCK_ERROR;
+				goto out_close;
+			}
+			nd++;
+		}
+		recfs_spec_free(paths, n);
+	}
+	if (progress_fd >= 0 && o.verify) {
+		ui.prog = progress_fd == 2 ? stderr : progress_fd == 1 ? stdout : fdopen(progress_fd, "w");
+		o.progress = fsck_progress;
+	}
+	signal(SIGINT, fsck_on_signal);
+	clock_gettime(CLOCK_MONOTONIC, &ui.t0);
+	o.out = fsck_out;
+	o.ask = fsck_ask;
+	o.ctx = &ui;
+	ret = recfs_check(devs, nd, &o, &st);
+	if (fsck_interrupted)
+		ret |= RECFS_FSCK_CANCELLED;
+
+out_close:
+	for (unsigned i = 0; i < nd; i++)
+		recfs_dev_close(devs[i]);
+	return ret;
+}

@@ -1,0 +1,14 @@
+PROGS += $(BUILD)/bin/fsck.recfs
+$(BUILD)/bin/fsck.recfs: $(BUILD)/obj/fsck/main.o $(LIBRECFS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)
+
+# The image regression suite's pack builder (tests/fsck/run.sh).
+EXTRA_CHECK_DEPS += $(BUILD)/tests/fsck-helper
+$(BUILD)/tests/fsck-helper: $(BUILD)/obj/tests/fsck/helper.o $(LIBRECFS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)
+
+# The top-level Makefile includes */rules.mk only: the fuzz rules live with
+# their harness.
+-include tests/fuzz/rules.mk
