@@ -122,6 +122,7 @@ struct rr {
 
 	/* writer */
 	_Atomic uint64_t done_chunks;    /* chunks [0, done) written */
+	_Atomic uint64_t done_bytes;     /* stream bytes in those chunks */
 	struct rr_member_stat mst[RECFS_MAX_MEMBERS];
 	int err_member, err_errno;
 	uint64_t err_off;
@@ -281,9 +282,6 @@ static void rcv_vdif_scan(struct rr *r, struct rr_vdif_stream *vs, uint64_t fill
 			fs = vs->t.frame_size ? vs->t.frame_size : 8;
 			len = fs;
 		}
-		if (vs->next + len > filled && len == fs) {
-			/* frame not complete yet: its header was counted; keep going */
-		}
 		vs->next += len;
 	}
 }
@@ -387,8 +385,10 @@ static void rcv_stream(struct rr *r)
 		filled += n;
 		if (can_tmpl && filled >= r->ring_size)
 			tmpl_ok = true;
-		if (r->fmt_vdif)
+		if (r->fmt_vdif) {
 			rcv_vdif_scan(r, &vs, filled);
+			r->frame_size = vs.t.frame_size; /* learned: stored at create */
+		}
 		rcv_publish(r, old, filled);
 	}
 	if (r->fmt_vdif) {
@@ -452,6 +452,8 @@ static void rcv_udp(struct rr *r)
 			}
 		}
 		const uint32_t P = r->packet_size;
+		if (r->fmt_vdif)
+			r->frame_size = P; /* stored at create, after the first publish */
 		uint64_t room = rr_ring_free(r, filled) / P;
 		unsigned nm = room < RR_BATCH ? (unsigned)room : RR_BATCH;
 
@@ -630,7 +632,7 @@ static void rr_progress(struct rr *r, bool final)
 	if (!r->progress)
 		return;
 	uint64_t now = rr_mono_ns();
-	uint64_t bytes = atomic_load(&r->done_chunks) * r->chunk;
+	uint64_t bytes = atomic_load(&r->done_bytes);
 	double secs = (double)(now - (r->t_first ? r->t_first : r->t_start)) * 1e-9;
 	uint64_t filled = atomic_load(&r->filled), rel = atomic_load(&r->released);
 	char b1[32], b2[32], b3[32], b4[32];
@@ -665,9 +667,9 @@ static void *cm_main(void *arg)
 		pthread_mutex_unlock(&r->cm_lock);
 		uint64_t now = rr_mono_ns();
 		if (now >= next_commit && r->created && !r->cm_err) {
-			uint64_t len = atomic_load(&r->done_chunks) * r->chunk;
-			if (len > r->rec.alloc_len)
-				len = r->rec.alloc_len;
+			/* whole chunks only: a written partial last chunk is
+			 * left to the seal, which knows the exact length */
+			uint64_t len = atomic_load(&r->done_bytes) / r->chunk * r->chunk;
 			if (len > r->rec.committed_len) {
 				int err = cm_commit(r, len, false);
 				if (err) {
@@ -897,6 +899,8 @@ static int64_t wr_run(struct rr *r)
 			done++;
 		}
 		if (done != d0) {
+			atomic_store_explicit(&r->done_bytes, done * cs < f ? done * cs : f,
+					      memory_order_release);
 			atomic_store_explicit(&r->done_chunks, done, memory_order_release);
 			atomic_store_explicit(&r->released, done * cs, memory_order_release);
 			rr_kick(r->space_efd);
