@@ -393,9 +393,12 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 		if (!retry)
 			break;
 	}
-	/* A bad chunk fails only reads that start in it: a read running into
-	 * it returns the bytes before it. */
-	if (got > 0)
+	/* A bad chunk fails only reads that start in it: a direct read
+	 * running into it returns the bytes before it.  A page-cache read
+	 * fails whole: the kernel takes a short reply for the end of the file
+	 * (it shrinks i_size and zero-fills), and retries the pages one by
+	 * one when the reader reaches them, which is exact again. */
+	if (got > 0 && (f->direct || !err))
 		fuse_reply_iov(req, iov, (int)got);
 	else
 		fuse_reply_err(req, err == -EAGAIN || err == 0 ? EIO : -err);

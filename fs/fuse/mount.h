@@ -60,6 +60,7 @@ struct rm_file {
 	uint64_t uid;
 	uint64_t next_off;         /* where a sequential reader goes next */
 	uint64_t ahead;            /* first chunk not yet prefetched */
+	bool direct;               /* opened with FOPEN_DIRECT_IO */
 };
 
 struct rm_cache;

@@ -513,6 +513,7 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (c->o.direct_io || r.state != RECFS_STATE_SEALED) {
 		/* still growing: every read asks us, up to the committed end */
 		fi->direct_io = 1;
+		f->direct = true;
 	} else {
 		fi->keep_cache = c->o.keep_cache && !reused;
 	}
