@@ -90,12 +90,10 @@ int main(int argc, char **argv)
 	err = recfs_spec_from_args(argc - optind, argv + optind, &paths, &n);
 	if (err)
 		return die(1, "%s", recfs_errmsg());
-	for (unsigned i = 0; i < n; i++)
-		for (unsigned j = i + 1; j < n; j++)
-			if (!strcmp(paths[i], paths[j])) {
-				ret = die(1, "%s is named twice", paths[i]);
-				goto out_free;
-			}
+	if (recfs_paths_distinct(paths, n)) {
+		ret = die(1, "%s", recfs_errmsg());
+		goto out_free;
+	}
 
 	/* open and check everything before writing anything */
 	for (unsigned i = 0; i < n; i++) {

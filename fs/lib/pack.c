@@ -626,6 +626,10 @@ int recfs_pack_open(const char *spec, unsigned flags, struct recfs_pack **out)
 	err = recfs_spec_split(spec, &paths, &n);
 	if (err)
 		return err;
+	if (!(flags & RECFS_O_DEGRADED) && (err = recfs_paths_distinct(paths, n))) {
+		recfs_spec_free(paths, n);
+		return err;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		unsigned df = 0;
 		if (flags & RECFS_O_RDWR)

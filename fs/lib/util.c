@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Errors, aligned buffers, sizes, times, PACK specs. */
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <time.h>
 #include <uuid/uuid.h>
@@ -202,4 +203,33 @@ int recfs_spec_from_args(int argc, char *const argv[], char ***paths, unsigned *
 	*paths = all;
 	*n = cnt;
 	return 0;
+}
+
+int recfs_paths_distinct(char *const paths[], unsigned n)
+{
+	struct stat *st = calloc(n ? n : 1, sizeof(*st));
+	int ret = 0;
+
+	if (!st)
+		return recfs_seterr(-ENOMEM, "out of memory");
+	for (unsigned i = 0; i < n && !ret; i++) {
+		if (stat(paths[i], &st[i]) < 0) {
+			ret = recfs_seterr(-errno, "%s: %s", paths[i], strerror(errno));
+			break;
+		}
+		for (unsigned j = 0; j < i; j++) {
+			bool same = S_ISBLK(st[i].st_mode) && S_ISBLK(st[j].st_mode)
+					    ? st[i].st_rdev == st[j].st_rdev
+					    : st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino;
+			if (!strcmp(paths[i], paths[j]))
+				ret = recfs_seterr(-EINVAL, "%s is named twice", paths[i]);
+			else if (same)
+				ret = recfs_seterr(-EINVAL, "%s and %s are the same member", paths[j],
+						   paths[i]);
+			if (ret)
+				break;
+		}
+	}
+	free(st);
+	return ret;
 }

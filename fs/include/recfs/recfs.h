@@ -75,6 +75,8 @@ int recfs_spec_split(const char *spec, char ***paths, unsigned *n);
 void recfs_spec_free(char **paths, unsigned n);
 /* Members given as several arguments, each itself a PACK list. */
 int recfs_spec_from_args(int argc, char *const argv[], char ***paths, unsigned *n);
+/* -EINVAL naming them if two paths are the same member (name or inode). */
+int recfs_paths_distinct(char *const paths[], unsigned n);
 
 /* ------------------------------------------------------------- geometry */
 struct recfs_geom {
