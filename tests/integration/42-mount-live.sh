@@ -21,7 +21,7 @@ t0=$(date +%s%N)
 "$TESTWRITE" --sync-every 256K --pace-ms 250 --size-hint 8M "$PACK" live "$T_DIR/src" \
 	>"$T_DIR/writer.log" 2>&1 &
 WPID=$!
-cleanup_add "kill -0 $WPID && kill $WPID"
+cleanup_add "kill_own $WPID '$T_DIR/src'"
 
 appeared=0
 for ((i = 0; i < 400; i++)); do
@@ -49,7 +49,7 @@ assert bytes(got) == ref, "follower read wrong bytes"
 print("follower ok")
 PY
 FPID=$!
-cleanup_add "kill -0 $FPID && kill $FPID"
+cleanup_add "kill_own $FPID '$M/live'"
 
 sizes=()
 mono=1 prefix=1 saw_recording=0

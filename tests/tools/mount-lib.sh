@@ -24,6 +24,12 @@ wait_unmounted() {
 	return 1
 }
 
+# kill_own PID PATTERN: kill PID only if it is still the process we started
+# (its command line contains PATTERN): a reaped PID may have been reused.
+kill_own() {
+	grep -qaF -- "$2" "/proc/$1/cmdline" 2>/dev/null && kill "$1"
+}
+
 # mount_pack PACK DIR [OPTIONS...]: starts `recfs-mount -f` in the
 # background (log in $T_DIR/mount.log), sets MOUNT_PID, registers the
 # unmount, waits for the mount.  Fails if it does not appear.
@@ -33,7 +39,7 @@ mount_pack() {
 	mkdir -p "$dir"
 	recfs-mount -f "$@" "$pack" "$dir" 2>>"$T_DIR/mount.log" &
 	MOUNT_PID=$!
-	cleanup_add "kill -0 $MOUNT_PID && kill $MOUNT_PID"
+	cleanup_add "kill_own $MOUNT_PID '$dir'"
 	cleanup_add "mountpoint -q '$dir' && fusermount3 -u '$dir'"
 	wait_mounted "$dir" "$MOUNT_PID"
 }
