@@ -167,7 +167,7 @@ static int cmd_ls(int argc, char **argv)
 		usage(stderr);
 		return 16;
 	}
-	if (open_pack(argv[optind], RECFS_O_DEGRADED, &p))
+	if (open_pack(argv[optind], 0, &p))
 		return 1;
 	if (json)
 		printf("[");

@@ -460,7 +460,7 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 	struct recfs_super *sbs = NULL;
 	int *ok = NULL;
 	struct recfs_pack *p = NULL;
-	char why[256], why2[256];
+	char why[256], why2[256], first_bad[700] = "";
 	uint64_t known_size = 0;
 	int err = 0, ref = -1;
 
@@ -506,11 +506,12 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 			ok[i] = 1;
 			continue;
 		}
+		snprintf(first_bad, sizeof(first_bad),
+			 "%s: not a recfs member: primary superblock: %s; backup: %s", devs[i]->path,
+			 why, why2);
 		if (flags & RECFS_O_DEGRADED)
 			continue;
-		err = recfs_seterr(-EUCLEAN,
-				   "%s: not a recfs member: primary superblock: %s; backup: %s",
-				   devs[i]->path, why, why2);
+		err = recfs_seterr(-EUCLEAN, "%s", first_bad);
 		goto out_close_devs;
 	}
 	/* the pack: the UUID most members carry (ties: the first given) */
@@ -529,7 +530,7 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 		}
 	}
 	if (ref < 0) {
-		err = recfs_seterr(-EUCLEAN, "no recfs member among the %u given", n);
+		err = recfs_seterr(-EUCLEAN, "%s", first_bad);
 		goto out_close_devs;
 	}
 	p->sb = sbs[ref];
@@ -626,7 +627,8 @@ int recfs_pack_open(const char *spec, unsigned flags, struct recfs_pack **out)
 	err = recfs_spec_split(spec, &paths, &n);
 	if (err)
 		return err;
-	if (!(flags & RECFS_O_DEGRADED) && (err = recfs_paths_distinct(paths, n))) {
+	err = recfs_paths_distinct(paths, n);
+	if (err && (err == -EINVAL || !(flags & RECFS_O_DEGRADED))) {
 		recfs_spec_free(paths, n);
 		return err;
 	}

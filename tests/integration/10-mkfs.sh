@@ -37,7 +37,7 @@ refused "pack with no member" "empty member path" mkfs.recfs -f "$T_DIR/m0.img,,
 expect_err "no arguments is a usage error" 16 "Usage" mkfs.recfs
 
 # a member held by another writer (flock, as recfs-record holds it)
-flock "$T_DIR/m2.img" sleep 60 &
+flock -o "$T_DIR/m2.img" sleep 60 &
 holder=$!
 cleanup_add "kill $holder"
 for ((i = 0; i < 100; i++)); do flock -n "$T_DIR/m2.img" true || break; sleep 0.02; done
