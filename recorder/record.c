@@ -710,7 +710,7 @@ static int wr_create(struct rr *r)
 		return err;
 	r->created = true;
 	uint64_t lim = atomic_load(&r->limit);
-	if (r->rec.alloc_len <= lim) {
+	if (r->rec.alloc_len < lim) {
 		atomic_store(&r->limit_is_alloc, true);
 		atomic_store(&r->limit, r->rec.alloc_len);
 	}
