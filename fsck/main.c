@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -176,6 +177,20 @@ int main(int argc, char **argv)
 				ret = RECFS_FSCK_USAGE;
 				goto out_close;
 			}
+			/* the same member twice: one device, reported by the check */
+			struct stat sa;
+			int same = -1;
+			if (stat(paths[i], &sa) == 0)
+				for (unsigned j = 0; j < nd && same < 0; j++) {
+					struct stat sb;
+					if (stat(devs[j]->path, &sb) == 0 && sa.st_dev == sb.st_dev &&
+					    sa.st_ino == sb.st_ino)
+						same = (int)j;
+				}
+			if (same >= 0) {
+				devs[nd++] = devs[same];
+				continue;
+			}
 			err = recfs_dev_open(paths[i], fl, &devs[nd]);
 			if (err) {
 				fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
@@ -201,7 +216,12 @@ int main(int argc, char **argv)
 		ret |= RECFS_FSCK_CANCELLED;
 
 out_close:
-	for (unsigned i = 0; i < nd; i++)
-		recfs_dev_close(devs[i]);
+	for (unsigned i = 0; i < nd; i++) {
+		bool shared = false;
+		for (unsigned j = 0; j < i; j++)
+			shared |= devs[j] == devs[i];
+		if (!shared)
+			recfs_dev_close(devs[i]);
+	}
 	return ret;
 }

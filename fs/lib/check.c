@@ -261,6 +261,14 @@ static void entry_free(struct ck *c, uint32_t index, uint64_t seq)
 	entry_store(c, &f);
 }
 
+/* An entry with no valid copy: both slots become valid FREE entries, so no
+ * damaged slot is left behind to be reported again. */
+static void entry_free_both(struct ck *c, uint32_t index)
+{
+	entry_free(c, index, 1);
+	entry_free(c, index, 2);
+}
+
 /* ------------------------------------------------------ pass 1: superblocks */
 static const char *sb_diff(const struct recfs_super *a, const struct recfs_super *b)
 {
@@ -629,8 +637,6 @@ static int pass2(struct ck *c)
 		pc.a = (uint64_t)wk;
 		pc.b = c->bh.seq;
 		pc.str = b && ok[i][wk] && h[i][wk].seq < c->bh.seq ? "out of date" : "damaged";
-		if (ok[i][1 - wk] && h[i][1 - wk].seq < c->bh.seq && !(b && ok[i][wk]))
-			pc.str = "missing (the member has only an older generation)";
 		if (problem(c, PR_BMP_COPY, &pc)) {
 			dev_write(c, m->dev, c->bmp, size, c->g.bitmap_off + (uint64_t)wk * size);
 			if (m->dev->ops->flush(m->dev))
@@ -708,6 +714,10 @@ static int entry_fields(struct ck *c, uint32_t i, const uint8_t *slot)
 			memcpy(nm, d->name, nl);
 			nm[nl] = 0;
 			bad = recfs_name_check(nm) != 0;
+			if (bad)
+				snprintf(why, sizeof(why), "%s", recfs_errmsg());
+		} else {
+			snprintf(why, sizeof(why), "name length %u", nl);
 		}
 		if (bad) {
 			name_bad = true;
@@ -827,18 +837,33 @@ static int pass3(struct ck *c)
 					last_used = idx + 1;
 					pc.str = why;
 					if (problem(c, PR_ENT_DAMAGED, &pc))
-						entry_free(c, idx, 1);
+						entry_free_both(c, idx);
 				} else if (c->hwm_known) {
 					if (problem(c, PR_ENT_UNUSED, &pc))
-						entry_free(c, idx, 1);
+						entry_free_both(c, idx);
 				}
 				continue;
 			}
 			last_used = idx + 1;
+			if (damaged && damaged_seq > best.seq) {
+				memset(&pc, 0, sizeof(pc));
+				pc.entry = idx;
+				pc.name = best.state == RECFS_STATE_FREE ? "(free)" : best.name;
+				pc.str = why;
+				pc.a = best.seq;
+				if (problem(c, PR_ENT_ROLLBACK, &pc)) {
+					/* the same content one generation on, over the
+					 * damaged slot; the library does the same on its
+					 * next write of this entry */
+					best.seq++;
+					entry_store(c, &best);
+					bestraw = NULL;
+				}
+			}
 			/* every member's copy of the newest generation */
 			FOR_MEMBERS(c, i, m) {
 				const uint8_t *mine;
-				if (!rd[i])
+				if (!rd[i] || !bestraw)
 					continue;
 				mine = buf[i] + (size_t)k * pair + (best.seq & 1) * RECFS_ENTRY_SIZE;
 				if (!memcmp(mine, bestraw, RECFS_ENTRY_SIZE))
@@ -966,6 +991,23 @@ static int prove(struct ck *c, const struct recfs_rec *r, uint64_t from, uint64_
 		if (!found || k * cs + hitlen < *len) {
 			if (k * cs + claimed > *len)
 				*lost = k * cs + claimed - *len;
+			/* what was durable past the gap is lost too */
+			for (uint64_t j = k + 1; j < limit / cs && claimed == cs; j++) {
+				bool more = false;
+				read_slot(c, r->ext_start / cs + j, v, ok);
+				if (read_chunk(c, r, j, data, NULL))
+					break;
+				claimed = 0;
+				for (unsigned i = 0; i < c->sb.member_count && !more; i++)
+					if (ok[i] && v[i].len > 0 && v[i].len <= cs &&
+					    recfs_chunk_csum(r->uid, j, data, v[i].len) == v[i].csum) {
+						more = true;
+						claimed = v[i].len;
+					}
+				if (!more)
+					break;
+				*lost += claimed;
+			}
 			break;
 		}
 		if (n == cap) {
@@ -1759,6 +1801,28 @@ static int pass6(struct ck *c)
 }
 
 /* ---------------------------------------------------------------- driver */
+/* Rows the live extents cover, after every repair. */
+static void rows_used(struct ck *c)
+{
+	uint8_t *b = calloc(1, (size_t)((c->g.rows + 7) / 8) + 8);
+
+	if (!b)
+		return;
+	c->st->rows_used = 0;
+	for (uint32_t x = 0; x < c->nrec; x++) {
+		const struct recfs_rec *r = &c->rec[x].r;
+		if (c->rec[x].drop)
+			continue;
+		uint64_t r0 = r->ext_start / c->g.row_bytes, r1 = r0 + r->alloc_len / c->g.row_bytes;
+		for (uint64_t k = r0; k < r1 && k < c->g.rows; k++)
+			if (!recfs_bit_test(b, k)) {
+				recfs_bit_set(b, k);
+				c->st->rows_used++;
+			}
+	}
+	free(b);
+}
+
 int recfs_check(struct recfs_dev **devs, unsigned n, const struct recfs_check_opts *o,
 		struct recfs_check_stats *st)
 {
@@ -1804,6 +1868,7 @@ int recfs_check(struct recfs_dev **devs, unsigned n, const struct recfs_check_op
 	st->recordings = 0;
 	for (uint32_t x = 0; x < c->nrec; x++)
 		st->recordings += !c->rec[x].drop;
+	rows_used(c);
 	{
 		char lbl[RECFS_LABEL_MAX + 8] = "";
 		if (c->sb.label[0])

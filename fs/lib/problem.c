@@ -79,6 +79,11 @@ const struct recfs_problem recfs_problems[] = {
 	{ PR_ENT_DUPNAME, "PR_ENT_DUPNAME", "recording '%n' (entry %e) has the same name as entry %a",
 	  "Rename it to '%N'", PREEN, "Two recordings with the same name; the later entry is renamed." },
 
+	{ PR_ENT_ROLLBACK, "PR_ENT_ROLLBACK",
+	  "entry %e ('%n'): its newest generation is damaged on every member (%s); generation %a is used",
+	  "Rewrite it", PREEN,
+	  "The newest copy of an entry is damaged everywhere (a torn write during a crash, or damage): the previous generation stands and is written over it." },
+
 	{ PR_EXT_RANGE, "PR_EXT_RANGE",
 	  "recording '%n': extent of %b bytes at %a is not row aligned or outside the data area of %c bytes",
 	  "Drop the recording", 0,

@@ -31,6 +31,7 @@ enum recfs_pr {
 	PR_ENT_NAME = 305,
 	PR_ENT_COMMITTED = 306,
 	PR_ENT_DUPNAME = 307,
+	PR_ENT_ROLLBACK = 308,
 	/* pass 4: extents and allocation */
 	PR_EXT_RANGE = 401,
 	PR_EXT_OVERLAP_TRUNC = 402,
