@@ -693,7 +693,8 @@ struct wr_slot {
 	uint64_t chunk;
 	uint64_t t_submit;
 	unsigned member;
-	uint32_t len;
+	uint32_t len;   /* bytes written (padded to a block) */
+	uint32_t dlen;  /* data bytes */
 	bool done;
 };
 
@@ -808,6 +809,7 @@ static int64_t wr_run(struct rr *r)
 		uint64_t ready = eof ? (f + cs - 1) / cs : f / cs;
 
 		/* queue every ready chunk whose member has room, in order */
+		uint64_t first_new = next;
 		while (!failed && next < ready && total_inflight < cap) {
 			uint64_t lo;
 			unsigned m;
@@ -818,13 +820,6 @@ static int64_t wr_run(struct rr *r)
 			uint8_t *buf = r->ring + (next % r->nslots) * cs;
 			uint32_t len = (uint32_t)(f - next * cs < cs ? f - next * cs : cs);
 			uint32_t plen = (len + RECFS_BLOCK - 1) / RECFS_BLOCK * RECFS_BLOCK;
-			if (wr_csum_push(r, next, recfs_chunk_csum(r->rec.uid, next, buf, len))) {
-				r->err_member = -1;
-				r->err_errno = ENOMEM;
-				rr_set_stop(r, RR_STOP_IOERR);
-				failed = true;
-				break;
-			}
 			if (plen > len)
 				memset(buf + len, 0, plen - len);
 			struct recfs_dev *d = recfs_pack_dev(r->p, m);
@@ -834,6 +829,7 @@ static int64_t wr_run(struct rr *r)
 			sl->chunk = next;
 			sl->member = m;
 			sl->len = plen;
+			sl->dlen = len;
 			sl->done = false;
 			sl->t_submit = rr_mono_ns();
 			pending[npending++] = &sl->cb;
@@ -861,6 +857,19 @@ static int64_t wr_run(struct rr *r)
 					total_inflight--;
 				}
 				npending = 0;
+			}
+		}
+
+		/* checksums while the writes are in flight (the data does not
+		 * change; the slot is not freed before done, below) */
+		for (uint64_t k = first_new; k < next; k++) {
+			struct wr_slot *sl = &slots[k % r->nslots];
+			const uint8_t *buf = r->ring + (k % r->nslots) * cs;
+			if (wr_csum_push(r, k, recfs_chunk_csum(r->rec.uid, k, buf, sl->dlen)) && !failed) {
+				r->err_member = -1;
+				r->err_errno = ENOMEM;
+				rr_set_stop(r, RR_STOP_IOERR);
+				failed = true;
 			}
 		}
 
