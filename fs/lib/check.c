@@ -94,6 +94,7 @@ struct ck {
 	struct ck_bad *bad;
 	size_t nbad, capbad;
 	pthread_mutex_t lock;
+	pthread_cond_t done;
 	atomic_uint_fast64_t vdone;
 };
 
@@ -1705,7 +1706,10 @@ static void *verify_member(void *arg)
 	}
 	recfs_free(buf);
 out:
+	pthread_mutex_lock(&c->lock);
 	atomic_fetch_add(v->finished, 1);
+	pthread_cond_signal(&c->done);
+	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
 
@@ -1744,12 +1748,23 @@ static int pass6(struct ck *c)
 			nstarted++;
 		}
 	}
+	pthread_mutex_lock(&c->lock);
 	while (atomic_load(&finished) < nstarted) {
-		struct timespec ts = { 0, 200 * 1000 * 1000 };
-		if (c->o->progress)
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&c->done, &c->lock, &ts);
+		if (c->o->progress && atomic_load(&finished) < nstarted) {
+			pthread_mutex_unlock(&c->lock);
 			c->o->progress(c->o->ctx, atomic_load(&c->vdone), total);
-		nanosleep(&ts, NULL);
+			pthread_mutex_lock(&c->lock);
+		}
 	}
+	pthread_mutex_unlock(&c->lock);
 	for (unsigned i = 0; i < RECFS_MAX_MEMBERS; i++)
 		if (started[i])
 			pthread_join(th[i], NULL);
@@ -1843,6 +1858,7 @@ int recfs_check(struct recfs_dev **devs, unsigned n, const struct recfs_check_op
 	c->n = n;
 	c->a = calloc(n, sizeof(*c->a));
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->done, NULL);
 	atomic_init(&c->vdone, 0);
 	if (!c->a) {
 		c->status = RECFS_FSCK_ERROR;
@@ -1908,6 +1924,7 @@ out_free:
 	recfs_free(c->bmp);
 	free(c->a);
 	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->done);
 	free(c);
 	return err;
 }
