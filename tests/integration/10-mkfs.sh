@@ -75,6 +75,16 @@ expect_err "mounted member refused even with -f" '!0' "$l2 is mounted" mkfs.recf
 umount "$T_DIR/mnt"
 expect_unchanged "mounted member" "$snap" "$T_DIR/l2.img"
 
+# a million-entry directory
+make_members 2 8G dir
+run mkfs.recfs -q -n 1000000 "$PACK"
+check "mkfs with 1,000,000 directory entries" test "$RC" = 0
+head -c 100000 /dev/urandom >"$T_DIR/d.src"
+"$RECFS_BIN/../tests/recfs-testwrite" "$PACK" one "$T_DIR/d.src"
+run recfs info "$PACK"
+check "info: room for 1000000 recordings" grep -q "recordings: *1 (room for 1000000)" <<<"$OUT"
+check "the recording reads back" cmp <(recfs cat "$PACK" one) "$T_DIR/d.src"
+
 # mkfs writes metadata only: well under a second for a large sparse pack
 make_members 4 2T big
 start=$(date +%s%N)
