@@ -1364,16 +1364,18 @@ int main(int argc, char **argv)
 		status = RR_EXIT_FULL;
 		goto out_close_pack;
 	}
-	if (rr_open_input(r))
-		goto out_close_pack;
+	/* the ring first: it takes time to lock, and a bound socket would
+	 * already be dropping datagrams meanwhile */
 	if (rr_ring_alloc(r))
-		goto out_close_input;
+		goto out_close_pack;
+	if (rr_open_input(r))
+		goto out_close_input_ring;
 	r->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->space_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->aio_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->data_efd < 0 || r->space_efd < 0 || r->aio_efd < 0) {
 		fprintf(stderr, PROG ": eventfd: %s\n", strerror(errno));
-		goto out_free_ring;
+		goto out_close_input_ring;
 	}
 	pthread_mutex_init(&r->loss_lock, NULL);
 	pthread_mutex_init(&r->csum_lock, NULL);
@@ -1389,13 +1391,13 @@ int main(int argc, char **argv)
 	r->t_start = rr_mono_ns();
 	if ((err = pthread_create(&rcv_thr, NULL, rcv_main, r))) {
 		fprintf(stderr, PROG ": cannot start the receiver: %s\n", strerror(err));
-		goto out_free_ring;
+		goto out_close_input_ring;
 	}
 	if ((err = pthread_create(&cm_thr, NULL, cm_main, r))) {
 		fprintf(stderr, PROG ": cannot start the committer: %s\n", strerror(err));
 		rr_set_stop(r, RR_STOP_INPUT);
 		pthread_join(rcv_thr, NULL);
-		goto out_free_ring;
+		goto out_close_input_ring;
 	}
 
 	int64_t len = wr_run(r);
@@ -1478,7 +1480,7 @@ out_stats:
 		if (rr_write_json(r, r->rec.committed_len, status, why, &ru2) && status == RR_EXIT_OK)
 			status = RR_EXIT_INPUT;
 	}
-out_free_ring:
+out_close_input_ring:
 	if (r->data_efd >= 0)
 		close(r->data_efd);
 	if (r->space_efd >= 0)
@@ -1487,7 +1489,6 @@ out_free_ring:
 		close(r->aio_efd);
 	if (r->ring)
 		munmap(r->ring, r->ring_size);
-out_close_input:
 	if (r->in_fd > 0)
 		close(r->in_fd);
 	rr_gen_free(&r->gen);

@@ -1,0 +1,100 @@
+#!/bin/bash
+# bench/udp.sh: the highest UDP rate recfs-record holds with zero loss.
+#
+# Over loopback, recfs-play --gen vdif sends 8032-byte VDIF frames at rising
+# rates.  At each rate, first a bare recvmmsg-and-discard receiver (the
+# ceiling, build/bench/recfs-udpsink) and then recfs-record --format vdif
+# onto a pack of file members receive the same stream for the step's
+# duration.  Zero loss: every datagram sent was received (kernel socket
+# drops included), none dropped for a full ring, no VDIF frame missing.
+# Printed: per step both results; at the end the highest zero-loss rate of
+# each and their ratio (target: recorder >= 0.90 x ceiling).
+#
+# Usage: bench/udp.sh [options]
+#   -t SECONDS   duration of each step (default 10; the brief asks 30)
+#   -R "RATES"   rates in bytes/s (default "250M 500M 1G 1500M 2G 2500M 3G")
+#   -n N         file members (default 4), in -d DIR (default /var/tmp)
+#   -b SIZE      recorder ring buffer (default 1G)
+#   -Q DEPTH     recorder queue depth (default: the recorder's)
+# Needs free disk for one step's data (largest rate x duration); steps that
+# would not fit in half the free space are skipped.
+set -u
+cd "$(dirname "$0")/.."
+BIN=${RECFS_BIN:-$PWD/${BUILD:-build}/bin}
+SINK=${BUILD:-build}/bench/recfs-udpsink
+T=10 RATES="250M 500M 1G 1500M 2G 2500M 3G" N=4 DIR=/var/tmp BUF=1G QD=""
+while getopts "t:R:n:d:b:Q:h" o; do
+	case $o in
+	t) T=$OPTARG ;; R) RATES=$OPTARG ;; n) N=$OPTARG ;; d) DIR=$OPTARG ;; b) BUF=$OPTARG ;;
+	Q) QD="-Q $OPTARG" ;;
+	*) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 1 ;;
+	esac
+done
+make -s "$SINK" "$BIN/recfs-record" "$BIN/recfs-play" >/dev/null || exit 1
+bytes() { python3 -c '
+import sys
+s=sys.argv[1].upper().rstrip("B").rstrip("I")
+m={"K":1<<10,"M":1<<20,"G":1<<30}
+print(int(float(s[:-1])*m[s[-1]]) if s[-1] in m else int(s))' "$1"; }
+
+TMP=$(mktemp -d "$DIR/recfs-udpbench.XXXXXX")
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+avail=$(($(df -k --output=avail "$DIR" | tail -1) * 1024))
+max=0
+for r in $RATES; do b=$(bytes "$r"); [ $((b * T)) -gt $max ] && [ $((b * T)) -lt $((avail / 2)) ] && max=$((b * T)); done
+per=$((max / N + (512 << 20)))
+MEM=()
+for ((i = 0; i < N; i++)); do truncate -s "$per" "$TMP/m$i.img"; MEM+=("$TMP/m$i.img"); done
+PACK=$(IFS=,; echo "${MEM[*]}")
+"$BIN/mkfs.recfs" -f -q "$PACK" || exit 1
+
+port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_bound() {
+	local i
+	for ((i = 0; i < 200; i++)); do [ -n "$(ss -Hlun "sport = :$1")" ] && return 0; sleep 0.05; done
+	return 1
+}
+sent_of() { sed -n 's/.*sent \([0-9]*\) datagrams.*/\1/p' "$1"; }
+
+echo "bench/udp.sh: 8032-byte VDIF frames over 127.0.0.1, $T s per step, recorder onto $N file members in $DIR, ring $BUF"
+echo "machine: $(nproc) CPUs, $(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
+printf "%10s | %12s %8s | %12s %8s %8s %8s %10s\n" "rate MB/s" "sink recv" "lost" "record recv" "lost" "ringfull" "frames" "ring max"
+best_sink=0 best_rec=0 sink_ok=1 rec_ok=1
+for r in $RATES; do
+	rb=$(bytes "$r")
+	if [ $((rb * T)) -gt "$max" ]; then echo "$r: skipped (needs $((rb * T >> 20)) MiB of disk)"; continue; fi
+	[ $sink_ok = 0 ] && [ $rec_ok = 0 ] && break
+	# the ceiling
+	P=$(port)
+	"$SINK" "127.0.0.1:$P" 1 >"$TMP/sink.out" &
+	spid=$!; PIDS+=($spid)
+	wait_bound "$P"
+	"$BIN/recfs-play" --gen vdif --rate "$rb" --duration "$T" --udp "127.0.0.1:$P" 2>"$TMP/play1.err"
+	wait $spid
+	s_sent=$(sent_of "$TMP/play1.err")
+	s_recv=$(awk '/^datagrams/{print $2}' "$TMP/sink.out")
+	s_lost=$((s_sent - s_recv))
+	# the recorder
+	P=$(port)
+	"$BIN/recfs-record" -q $QD -b "$BUF" -i "udp:127.0.0.1:$P" --format vdif -d $((T + 30)) \
+		--stats-json "$TMP/rec.json" "$PACK" step 2>"$TMP/rec.err" &
+	rpid=$!; PIDS+=($rpid)
+	wait_bound "$P"
+	"$BIN/recfs-play" --gen vdif --rate "$rb" --duration "$T" --udp "127.0.0.1:$P" 2>"$TMP/play2.err"
+	sleep 1
+	kill -INT $rpid
+	wait $rpid
+	r_sent=$(sent_of "$TMP/play2.err")
+	read -r r_recv r_full r_kern r_frames r_ringmax < <(python3 -c '
+import json,sys; j=json.load(open(sys.argv[1])); d=j["datagrams"]; v=j["vdif"]
+print(d["received"], d["dropped_ring_full"], d["dropped_kernel"], v["frames_lost"], j["ring_max_fill_bytes"])' "$TMP/rec.json")
+	r_lost=$((r_sent - r_recv))
+	"$BIN/recfs" rm "$PACK" step >/dev/null
+	printf "%10d | %12d %8d | %12d %8d %8d %8d %10s\n" $((rb / 1000000)) "$s_recv" "$s_lost" \
+		"$r_recv" "$r_lost" "$r_full" "$r_frames" "$((r_ringmax >> 20)) MiB"
+	if [ $sink_ok = 1 ] && [ "$s_lost" = 0 ]; then best_sink=$rb; else sink_ok=0; fi
+	if [ $rec_ok = 1 ] && [ "$r_lost" = 0 ] && [ "$r_full" = 0 ] && [ "$r_frames" = 0 ]; then best_rec=$rb; else rec_ok=0; fi
+done
+echo "highest zero-loss rate: bare receiver $((best_sink / 1000000)) MB/s, recfs-record $((best_rec / 1000000)) MB/s"
+python3 -c 'import sys; s,r=int(sys.argv[1]),int(sys.argv[2]); print("ratio %.3f (target >= 0.90): %s" % (r/s, "PASS" if r >= 0.9*s else "below target") if s else "no zero-loss step for the bare receiver")' "$best_sink" "$best_rec"
