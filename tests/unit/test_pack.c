@@ -182,7 +182,7 @@ static void test_allocator(void **state)
 	const uint64_t row = recfs_pack_geom(p)->row_bytes, cap = recfs_pack_geom(p)->capacity;
 	/* six recordings of 2 rows each, back to back from the start */
 	for (int i = 0; i < 6; i++) {
-		char n[8];
+		char n[16];
 		snprintf(n, sizeof(n), "x%d", i);
 		write_rec(p, n, (unsigned)i, 2 * row, 2 * row, &x[i]);
 		assert_int_equal(x[i].ext_start, (uint64_t)i * 2 * row);
