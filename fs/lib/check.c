@@ -112,9 +112,10 @@ static void out(struct ck *c, const char *fmt, ...)
 		c->o->out(c->o->ctx, line);
 }
 
+/* after an unexpected inconsistency, preen mode only reports */
 static bool can_write(const struct ck *c)
 {
-	return c->o->mode != RECFS_CHECK_NO && !c->degraded && !c->cancelled;
+	return c->o->mode != RECFS_CHECK_NO && !c->degraded && !c->cancelled && !c->preen_stop;
 }
 
 /* Report problem num; returns true if the repair is to be done. */
@@ -134,7 +135,10 @@ static bool problem(struct ck *c, int num, const struct recfs_pctx *pc)
 	}
 	recfs_problem_format(p->fix, pc, q, sizeof(q));
 	if (!can_write(c)) {
-		out(c, "%s: %s.  %s? no", p->code, msg, q);
+		if (c->preen_stop)
+			out(c, "%s: %s.", p->code, msg);
+		else
+			out(c, "%s: %s.  %s? no", p->code, msg, q);
 	} else if (c->o->mode == RECFS_CHECK_YES) {
 		out(c, "%s: %s.  %s? yes", p->code, msg, q);
 		yes = true;
