@@ -93,20 +93,35 @@ measure() { # tool: prints bytes/s
 mbs() { echo $(($1 / 1000000)); }
 pct() { echo $(($1 * 100 / RAW)); }
 
-RAW=$(fio_bw --direct=1 --rw=read --bs="$CHUNK_B" --size=$PER \
-	$(for ((i = 0; i < NMEM; i++)); do echo --name=m$i --filename=$DIR/m$i.img; done))
+raw_runs=()
+for ((r = 0; r < ${REPEAT:-3}; r++)); do
+	raw_runs+=($(fio_bw --direct=1 --rw=read --bs="$CHUNK_B" --size=$PER \
+		$(for ((i = 0; i < NMEM; i++)); do echo --name=m$i --filename=$DIR/m$i.img; done)))
+done
+RAW=$(printf '%s\n' "${raw_runs[@]}" | sort -n | sed -n "$(((${REPEAT:-3} + 1) / 2))p")
 RAW1=$(fio_bw --direct=1 --rw=read --bs="$CHUNK_B" --size=$PER --name=m0 --filename="$DIR/m0.img")
-printf '%-44s %8s %6s\n' "what" "MB/s" "% raw"
-printf '%-44s %8s %6s\n' "raw: fio direct, 1 job per member" "$(mbs $RAW)" 100
-printf '%-44s %8s %6s\n' "raw: fio direct, member 0 alone" "$(mbs $RAW1)" "$(pct $RAW1)"
+printf '%-44s %8s %6s %8s   %s\n' "what (median of ${REPEAT:-3} runs)" "MB/s" "% raw" "drv ms/GiB" "(each run)"
+printf '%-44s %8s %6s %8s   (%s)\n' "raw: fio direct, 1 job per member" "$(mbs $RAW)" 100 - \
+	"$(for b in "${raw_runs[@]}"; do echo -n "$(mbs $b) "; done)"
+printf '%-44s %8s %6s %8s\n' "raw: fio direct, member 0 alone" "$(mbs $RAW1)" "$(pct $RAW1)" -
 
-row() { # label tool mount-options...
-	local label=$1 tool=$2 bw
+REPEAT=${REPEAT:-3}
+row() { # label tool mount-options...: median of REPEAT fresh mounts
+	local label=$1 tool=$2 bw r all=() cpus=() cpu
 	shift 2
-	mount_it "$@"
-	bw=$(measure "$tool") || bw=0
-	umount_it
-	printf '%-44s %8s %6s\n' "$label" "$(mbs $bw)" "$(pct $bw)"
+	for ((r = 0; r < REPEAT; r++)); do
+		mount_it "$@"
+		bw=$(measure "$tool") || bw=0
+		# driver CPU (user+sys) per GiB read, in ms
+		cpu=$(awk -v b="$SIZE_B" '{printf "%d", ($14 + $15) * 10 * 1073741824 / b}' "/proc/$MPID/stat")
+		umount_it
+		all+=("$bw")
+		cpus+=("$cpu")
+	done
+	bw=$(printf '%s\n' "${all[@]}" | sort -n | sed -n "$(((REPEAT + 1) / 2))p")
+	cpu=$(printf '%s\n' "${cpus[@]}" | sort -n | sed -n "$(((REPEAT + 1) / 2))p")
+	printf '%-44s %8s %6s %8s   (%s)\n' "$label" "$(mbs $bw)" "$(pct $bw)" "$cpu" \
+		"$(for b in "${all[@]}"; do echo -n "$(mbs $b) "; done)"
 }
 
 row "mount: dd bs=1M (defaults)" dd

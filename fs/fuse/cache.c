@@ -46,6 +46,8 @@ struct rm_cache {
 	pthread_t *thr;
 	unsigned nthr;
 	bool stop;
+	/* counters, printed at exit with RECFS_MOUNT_STATS=1 */
+	uint64_t n_fetch, n_hit, n_wait, n_temp, n_prefetch, n_requests;
 };
 
 static void *chunk_buf_alloc(size_t len)
@@ -213,6 +215,7 @@ static int fill(struct rm_ctx *c, struct rm_chunk *e)
 	if (rc == 0)
 		rc = chunk_fetch(c, e->node, &e->rec, e->k, e->buf, &len);
 	pthread_mutex_lock(&ca->lock);
+	ca->n_fetch++;
 	if (rc == 0) {
 		e->state = RM_VALID;
 		e->len = len;
@@ -296,10 +299,14 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 		struct rm_chunk *inl = NULL;
 		bool retry = false;
 		pthread_mutex_lock(&ca->lock);
+		ca->n_requests += attempt == 0;
 		for (i = 0; i < n; i++) {
 			uint64_t k = k0 + i, cend = (k + 1) * cs;
 			uint32_t need = (uint32_t)((cend < end ? cend : end) - k * cs);
 			es[i] = claim(ca, r->uid, k, need, &how[i]);
+			ca->n_hit += how[i] == CL_HIT;
+			ca->n_wait += how[i] == CL_WAIT;
+			ca->n_temp += how[i] == CL_NONE;
 			if (how[i] == CL_NONE) {
 				es[i] = temp_entry(r->uid, k);
 				how[i] = CL_FILL;
@@ -333,6 +340,7 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 					if (h == CL_NONE)
 						break;
 					if (h == CL_FILL) {
+						ca->n_prefetch++;
 						e->node = f->node;
 						e->rec = *r;
 						if (!enqueue(ca, e)) {
@@ -445,6 +453,12 @@ void rm_cache_free(struct rm_ctx *c)
 	struct rm_cache *ca = c->cache;
 	if (!ca)
 		return;
+	if (getenv("RECFS_MOUNT_STATS"))
+		fprintf(stderr,
+			"recfs-mount: %" PRIu64 " read requests, chunk fetches %" PRIu64
+			" (%" PRIu64 " prefetched), hits %" PRIu64 ", waits %" PRIu64
+			", uncached %" PRIu64 "\n",
+			ca->n_requests, ca->n_fetch, ca->n_prefetch, ca->n_hit, ca->n_wait, ca->n_temp);
 	if (ca->thr) {
 		pthread_mutex_lock(&ca->lock);
 		ca->stop = true;
