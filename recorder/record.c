@@ -189,12 +189,12 @@ static int rr_ring_alloc(struct rr *r)
 	uint64_t min = (uint64_t)r->chunk * r->g->members * r->qd * 2;
 
 	if (!want) {
-		/* an eighth of what the machine has free, 64 MiB .. 2 GiB */
+		/* an eighth of what the machine has free, 64 MiB .. 1 GiB */
 		want = rr_mem_available() / 8;
 		if (want < (64ull << 20))
 			want = 64ull << 20;
-		if (want > (2ull << 30))
-			want = 2ull << 30;
+		if (want > (1ull << 30))
+			want = 1ull << 30;
 	}
 	if (want < min)
 		want = min;
@@ -456,6 +456,8 @@ static void rcv_udp(struct rr *r)
 			r->frame_size = P; /* stored at create, after the first publish */
 		uint64_t room = rr_ring_free(r, filled) / P;
 		unsigned nm = room < RR_BATCH ? (unsigned)room : RR_BATCH;
+		if (nm && budget < (uint64_t)nm * P) /* the last datagram of --size */
+			nm = (unsigned)((budget + P - 1) / P);
 
 		memset(msgs, 0, sizeof(msgs));
 		if (nm == 0) {
@@ -534,6 +536,8 @@ static void rcv_udp(struct rr *r)
 				}
 		}
 		filled = dst;
+		if (filled > old + budget)
+			filled = old + budget; /* cut the last datagram at the limit */
 		if (filled != old)
 			rcv_publish(r, old, filled);
 	}
@@ -1158,7 +1162,7 @@ static void usage(FILE *f)
 		"  -s, --size BYTES        stop after this many bytes\n"
 		"Writer:\n"
 		"  -Q, --queue-depth N     requests in flight per member (default 4)\n"
-		"  -b, --buffer SIZE       ring buffer (default 1/8 of available RAM, 64M..2G)\n"
+		"  -b, --buffer SIZE       ring buffer (default 1/8 of available RAM, 64M..1G)\n"
 		"  -c, --commit-interval S make the written prefix durable every S seconds (default 1)\n"
 		"Report:\n"
 		"      --progress          live progress line even when stderr is not a terminal\n"
