@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "mount.h"
@@ -46,6 +47,8 @@ struct rm_cache {
 	pthread_t *thr;
 	unsigned nthr;
 	bool stop;
+	void *arena;            /* the entries' buffers, one mapping */
+	size_t arena_len;
 	/* counters, printed at exit with RECFS_MOUNT_STATS=1 */
 	uint64_t n_fetch, n_hit, n_wait, n_temp, n_prefetch, n_requests;
 };
@@ -429,6 +432,28 @@ int rm_cache_new(struct rm_ctx *c)
 	if (ca->n > 4096)
 		ca->n = 4096;
 	ca->e = calloc(ca->n, sizeof(*ca->e));
+	/* One anonymous mapping for every buffer, on transparent huge pages
+	 * where the kernel allows: replying from a buffer pins its pages, and
+	 * fewer, larger folios make that cheaper.  Pages are only populated
+	 * when an entry is first filled. */
+	ca->arena_len = (size_t)ca->n * cs;
+	ca->arena_len = (ca->arena_len + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+	ca->arena = mmap(NULL, ca->arena_len + (2u << 20), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (ca->arena == MAP_FAILED) {
+		ca->arena = NULL;
+	} else {
+		/* align to 2 MiB, unmap the slack */
+		uintptr_t a = (uintptr_t)ca->arena, al = (a + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+		if (al > a)
+			munmap(ca->arena, al - a);
+		munmap((void *)(al + ca->arena_len), (2u << 20) - (al - a));
+		ca->arena = (void *)al;
+		madvise(ca->arena, ca->arena_len, MADV_HUGEPAGE);
+		if (ca->e)
+			for (unsigned i = 0; i < ca->n; i++)
+				ca->e[i].buf = (char *)ca->arena + (size_t)i * cs;
+	}
 	ca->qcap = ca->n * 2;
 	ca->q = calloc(ca->qcap, sizeof(*ca->q));
 	if (!ca->e || !ca->q)
@@ -468,7 +493,9 @@ void rm_cache_free(struct rm_ctx *c)
 			pthread_join(ca->thr[i], NULL);
 		free(ca->thr);
 	}
-	if (ca->e)
+	if (ca->arena)
+		munmap(ca->arena, ca->arena_len);
+	else if (ca->e)
 		for (unsigned i = 0; i < ca->n; i++)
 			free(ca->e[i].buf);
 	free(ca->e);
