@@ -34,17 +34,17 @@ run_script() {
 	local t=$1 name log before after rc
 	name=${t#tests/}
 	log=$logdir/$(echo "$name" | tr / _).log
-	before=$(grep -c . "$results")
+	before=$(wc -l <"$results")
 	timeout 900 bash "$t" >"$log" 2>&1
 	rc=$?
-	after=$(grep -c . "$results")
+	after=$(wc -l <"$results")
 	if [ "$rc" != 0 ]; then echo "FAIL $name: exit $rc" >>"$results"; fi
 	if [ "$after" = "$before" ] && [ "$rc" = 0 ]; then echo "FAIL $name: asserted nothing" >>"$results"; fi
 	local nf
-	nf=$(tail -n +$((before + 1)) "$results" | grep -c '^FAIL')
+	nf=$(tail -n +$((before + 1)) "$results" | LC_ALL=C grep -c '^FAIL')
 	if [ "$nf" != 0 ]; then
 		echo "FAIL $name (see $log)"
-		tail -n +$((before + 1)) "$results" | grep '^FAIL' | head -20
+		tail -n +$((before + 1)) "$results" | LC_ALL=C grep -a '^FAIL' | head -20
 	else
 		echo "ok   $name ($((after - before)))"
 	fi
@@ -61,7 +61,7 @@ for t in tests/integration/*.sh tests/fsck/run.sh; do
 	run_script "$t"
 done
 
-np=$(grep -c '^PASS' "$results")
-nf=$(grep -c '^FAIL' "$results")
+np=$(LC_ALL=C grep -c '^PASS' "$results")
+nf=$(LC_ALL=C grep -c '^FAIL' "$results")
 echo "$np passed, $nf failed"
 [ "$nf" = 0 ] && [ "$np" != 0 ]

@@ -31,7 +31,10 @@ int main(int argc, char **argv)
 }
 C
 export PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$root/usr/lib/pkgconfig
-run cc -std=c11 -o "$T_DIR/user" "$T_DIR/user.c" $(pkg-config --cflags librecfs) $(pkg-config --static --libs librecfs)
+san=""
+# an ASan build's library needs the sanitizer runtime in the program too
+nm "$root/usr/lib/librecfs.a" 2>/dev/null | grep -q __asan_ && san="-fsanitize=address,undefined"
+run cc -std=c11 $san -o "$T_DIR/user" "$T_DIR/user.c" $(pkg-config --cflags librecfs) $(pkg-config --static --libs librecfs)
 check "a program builds against the installed librecfs.pc ($OUT)" test "$RC" = 0
 make_members 2 64M
 mkfs.recfs -q -L installed "$PACK"
