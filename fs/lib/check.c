@@ -857,9 +857,11 @@ static int pass3(struct ck *c)
 				pc.str = why;
 				pc.a = best.seq;
 				if (problem(c, PR_ENT_ROLLBACK, &pc)) {
-					/* the same content one generation on, over the
-					 * damaged slot; the library does the same on its
-					 * next write of this entry */
+					/* the same content two generations on, over
+					 * both slots on every member: no damaged slot
+					 * is left behind */
+					best.seq++;
+					entry_store(c, &best);
 					best.seq++;
 					entry_store(c, &best);
 					bestraw = NULL;
@@ -1793,7 +1795,8 @@ static int pass6(struct ck *c)
 			}
 		}
 	}
-	qsort(c->bad, c->nbad, sizeof(*c->bad), cmp_bad);
+	if (c->nbad)
+		qsort(c->bad, c->nbad, sizeof(*c->bad), cmp_bad);
 	for (size_t b = 0; b < c->nbad; b++) {
 		const struct ck_bad *bd = &c->bad[b];
 		const struct recfs_rec *r = &c->rec[bd->rec].r;
