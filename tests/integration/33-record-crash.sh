@@ -3,8 +3,9 @@
 # recording is still RECORDING, its committed length is a whole number of
 # chunks no older than about one commit interval, every committed byte reads
 # back (checksums verified) and matches the generator byte for byte, and
-# nothing past the committed end is visible.  Then the stale recording is
-# removed and the pack records again.
+# nothing past the committed end is visible.  fsck.recfs then seals it at
+# its durable end; a stale recording can also be removed and the pack
+# records again.
 . "$(dirname "$0")/../lib.sh"
 echo "33-record-crash: kill -9 keeps the committed prefix"
 
@@ -35,7 +36,23 @@ for it in 1 2 3; do
 	check "[$it] nothing past the committed end is visible ($n bytes)" test "$n" = "$len"
 	n=$(recfs cat --offset "$len" "$PACK" crash 2>/dev/null | wc -c)
 	check "[$it] reading at the committed end gives nothing" test "$n" = 0
+	eval "PACK$it=\$PACK LEN$it=\$len"
 done
+
+# fsck.recfs recovers the crashed recording: sealed at the durable end,
+# every byte verified
+if command -v fsck.recfs >/dev/null; then
+	run fsck.recfs -y --verify "$PACK1"
+	check "fsck repairs the crashed pack (exit $RC: $(tail -1 <<<"$OUT"))" test "$RC" = 1
+	ls_out=$(recfs ls -l "$PACK1")
+	len=$(awk '$1=="crash"{print $2}' <<<"$ls_out")
+	check "fsck sealed the recording" grep -Eq '^crash +[0-9]+ +sealed' <<<"$ls_out"
+	check "fsck kept at least the committed prefix ($len >= $LEN1)" test "$len" -ge "$LEN1"
+	run recfs-play --check counter "$PACK1" crash
+	check "recovered recording verified byte for byte ($OUT)" grep -q "'crash': $len bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
+	run fsck.recfs -n "$PACK1"
+	check "second fsck is clean (exit $RC)" test "$RC" = 0
+fi
 
 # the stale recording can be forced away and the pack records again
 check "rm -f the crashed recording" recfs rm -f "$PACK" crash
