@@ -400,7 +400,6 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 				if (es[i])
 					put(ca, es[i]);
 		}
-		(void)inl;
 		if (!retry)
 			break;
 	}

@@ -176,67 +176,84 @@ int rm_node_snapshot(struct rm_ctx *c, struct rm_node *n, bool force, struct rec
 	return 0;
 }
 
+/* Under n->lock: make room for slot page pi. */
+static int slot_pages_grow(struct rm_node *n, uint64_t pi)
+{
+	uint64_t np = pi + 1;
+	struct recfs_slot **pg;
+	uint32_t *pn;
+
+	if (pi < n->npages)
+		return 0;
+	pg = realloc(n->pages, np * sizeof(*pg));
+	if (!pg)
+		return -ENOMEM;
+	n->pages = pg;
+	pn = realloc(n->page_n, np * sizeof(*pn));
+	if (!pn)
+		return -ENOMEM;
+	n->page_n = pn;
+	for (uint64_t i = n->npages; i < np; i++) {
+		n->pages[i] = NULL;
+		n->page_n[i] = 0;
+	}
+	n->npages = np;
+	return 0;
+}
+
+/* Lock order: c->meta before n->lock (lookup holds meta while it updates
+ * a node), so the slot read runs with n->lock dropped. */
 int rm_node_slot(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r, uint64_t k,
 		 struct recfs_slot *out)
 {
 	uint64_t cs = c->g->chunk_size, full = r->committed_len / cs;
 	uint64_t pi = k / RM_SLOT_PAGE, first = pi * RM_SLOT_PAGE, last;
-	int rc = 0;
+	struct recfs_slot *page;
+	int rc;
 
 	if (k >= full) {
 		/* the partial last chunk: its slot changes while recording */
 		pthread_mutex_lock(&c->meta);
 		rc = recfs_rec_slots(c->p, r, k, 1, out);
 		pthread_mutex_unlock(&c->meta);
-		return rc;
+		return rc < 0 ? rc : 0;
 	}
 	pthread_mutex_lock(&n->lock);
 	if (n->rec.uid != r->uid) {
 		pthread_mutex_unlock(&n->lock);
 		return -ESTALE;
 	}
-	if (pi >= n->npages) {
-		uint64_t np = pi + 1;
-		struct recfs_slot **pg = realloc(n->pages, np * sizeof(*pg));
-		uint32_t *pn;
-		if (!pg) {
-			rc = -ENOMEM;
-			goto out_unlock;
-		}
-		n->pages = pg;
-		pn = realloc(n->page_n, np * sizeof(*pn));
-		if (!pn) {
-			rc = -ENOMEM;
-			goto out_unlock;
-		}
-		n->page_n = pn;
-		for (uint64_t i = n->npages; i < np; i++) {
-			n->pages[i] = NULL;
-			n->page_n[i] = 0;
-		}
-		n->npages = np;
+	if (pi < n->npages && k - first < n->page_n[pi]) {
+		*out = n->pages[pi][k - first];
+		pthread_mutex_unlock(&n->lock);
+		return 0;
 	}
-	if (k - first >= n->page_n[pi]) {
-		last = first + RM_SLOT_PAGE < full ? first + RM_SLOT_PAGE : full;
-		if (!n->pages[pi]) {
-			n->pages[pi] = calloc(RM_SLOT_PAGE, sizeof(struct recfs_slot));
-			if (!n->pages[pi]) {
-				rc = -ENOMEM;
-				goto out_unlock;
-			}
-		}
-		pthread_mutex_lock(&c->meta);
-		rc = recfs_rec_slots(c->p, r, first, last - first, n->pages[pi]);
-		pthread_mutex_unlock(&c->meta);
-		if (rc < 0)
-			goto out_unlock;
-		rc = 0;
-		n->page_n[pi] = (uint32_t)(last - first);
-	}
-	*out = n->pages[pi][k - first];
-out_unlock:
 	pthread_mutex_unlock(&n->lock);
-	return rc;
+
+	last = first + RM_SLOT_PAGE < full ? first + RM_SLOT_PAGE : full;
+	page = calloc(RM_SLOT_PAGE, sizeof(*page));
+	if (!page)
+		return -ENOMEM;
+	pthread_mutex_lock(&c->meta);
+	rc = recfs_rec_slots(c->p, r, first, last - first, page);
+	pthread_mutex_unlock(&c->meta);
+	if (rc < 0) {
+		free(page);
+		return rc;
+	}
+	*out = page[k - first];
+
+	pthread_mutex_lock(&n->lock);
+	if (n->rec.uid == r->uid && slot_pages_grow(n, pi) == 0 &&
+	    n->page_n[pi] < last - first) {
+		free(n->pages[pi]);
+		n->pages[pi] = page;
+		n->page_n[pi] = (uint32_t)(last - first);
+		page = NULL;
+	}
+	pthread_mutex_unlock(&n->lock);
+	free(page);
+	return 0;
 }
 
 /* ------------------------------------------------------------ attributes */
