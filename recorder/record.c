@@ -23,6 +23,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -90,6 +91,8 @@ struct rr {
 	uint64_t commit_ns;
 	int progress;                    /* -1 auto, 0 off, 1 on */
 	bool quiet;
+	bool no_rt;
+	bool rt_rcv, rt_wr;              /* SCHED_FIFO obtained */
 	struct rr_gen gen;
 
 	/* pack */
@@ -550,9 +553,19 @@ out_free:
 	free(tmp);
 }
 
+/* UDP: the socket must be drained whatever else runs, so the receiver (and
+ * below it the writer) run SCHED_FIFO where permitted. */
+static bool rr_realtime(int prio)
+{
+	struct sched_param sp = { .sched_priority = prio };
+	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+}
+
 static void *rcv_main(void *arg)
 {
 	struct rr *r = arg;
+	if (r->in_kind == RR_IN_UDP && !r->no_rt)
+		r->rt_rcv = rr_realtime(20);
 	if (r->in_kind == RR_IN_UDP)
 		rcv_udp(r);
 	else
@@ -1063,8 +1076,9 @@ static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop wh
 	fprintf(f, "  \"chunk_size\": %u,\n  \"queue_depth\": %u,\n", r->chunk, r->qd);
 	fprintf(f, "  \"ring_bytes\": %llu,\n  \"ring_max_fill_bytes\": %llu,\n",
 		(unsigned long long)r->ring_size, (unsigned long long)atomic_load(&r->ring_max));
-	fprintf(f, "  \"ring_locked\": %s,\n  \"ring_hugepages\": %s,\n",
-		r->ring_locked ? "true" : "false", r->ring_huge ? "true" : "false");
+	fprintf(f, "  \"ring_locked\": %s,\n  \"ring_hugepages\": %s,\n  \"realtime\": %s,\n",
+		r->ring_locked ? "true" : "false", r->ring_huge ? "true" : "false",
+		r->rt_rcv ? "true" : "false");
 	fprintf(f, "  \"members\": [");
 	for (unsigned i = 0; r->g && i < r->g->members; i++) {
 		const struct rr_member_stat *m = &r->mst[i];
@@ -1111,10 +1125,10 @@ static void rr_summary(struct rr *r, uint64_t len, const struct rusage *ru)
 
 	fprintf(stderr, "written    %s in %.2f s, %s/s\n", recfs_fmt_size(len, b1, sizeof(b1)), dur,
 		recfs_fmt_size(dur > 0 ? (uint64_t)((double)len / dur) : 0, b2, sizeof(b2)));
-	fprintf(stderr, "ring       max %s unwritten of %s%s%s\n",
+	fprintf(stderr, "ring       max %s unwritten of %s%s%s%s\n",
 		recfs_fmt_size(atomic_load(&r->ring_max), b1, sizeof(b1)),
 		recfs_fmt_size(r->ring_size, b3, sizeof(b3)), r->ring_locked ? ", locked" : "",
-		r->ring_huge ? ", hugepages" : "");
+		r->ring_huge ? ", hugepages" : "", r->rt_rcv ? "; receiver SCHED_FIFO" : "");
 	for (unsigned i = 0; i < r->g->members; i++) {
 		const struct rr_member_stat *m = &r->mst[i];
 		fprintf(stderr, "member %-3u %llu writes, latency mean %.2f ms, max %.2f ms (%s)\n", i,
@@ -1164,6 +1178,7 @@ static void usage(FILE *f)
 		"  -Q, --queue-depth N     requests in flight per member (default 4)\n"
 		"  -b, --buffer SIZE       ring buffer (default 1/8 of available RAM, 64M..1G)\n"
 		"  -c, --commit-interval S make the written prefix durable every S seconds (default 1)\n"
+		"      --no-realtime       udp: do not run receiver and writer SCHED_FIFO\n"
 		"Report:\n"
 		"      --progress          live progress line even when stderr is not a terminal\n"
 		"  -q, --quiet             no progress line and no summary\n"
@@ -1209,6 +1224,7 @@ int main(int argc, char **argv)
 		{ "progress", no_argument, NULL, 7 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "stats-json", required_argument, NULL, 8 },
+		{ "no-realtime", no_argument, NULL, 9 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -1303,6 +1319,7 @@ int main(int argc, char **argv)
 		case 7: r->progress = 1; break;
 		case 'q': r->quiet = true; break;
 		case 8: r->stats_json = optarg; break;
+		case 9: r->no_rt = true; break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
 		default: usage(stderr); return RR_EXIT_NOTHING;
@@ -1404,6 +1421,8 @@ int main(int argc, char **argv)
 		goto out_close_input_ring;
 	}
 
+	if (r->in_kind == RR_IN_UDP && !r->no_rt)
+		r->rt_wr = rr_realtime(10);
 	int64_t len = wr_run(r);
 	r->t_end = rr_mono_ns();
 	if (!atomic_load(&r->stop))

@@ -16,4 +16,4 @@ $(BUILD)/bin/recfs-play: $(BUILD)/obj/recorder/play.o $(RECORDER_COMMON) $(LIBRE
 # bench/udp.sh's ceiling: recvmmsg and discard (not installed)
 $(BUILD)/bench/recfs-udpsink: $(BUILD)/obj/recorder/udpsink.o $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)

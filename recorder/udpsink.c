@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "recfs-udpsink: %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
+	/* the same scheduling the recorder's receiver gets, where permitted */
+	struct sched_param sp = { .sched_priority = 20 };
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	uint8_t *buf = malloc((size_t)SINK_BATCH * 65536);
 	struct mmsghdr msgs[SINK_BATCH];
 	struct iovec iov[SINK_BATCH];
