@@ -7,8 +7,11 @@
 # onto a pack of file members receive the same stream for the step's
 # duration.  Zero loss: every datagram sent was received (kernel socket
 # drops included), none dropped for a full ring, no VDIF frame missing.
-# Printed: per step both results; at the end the highest zero-loss rate of
-# each and their ratio (target: recorder >= 0.90 x ceiling).
+# Both receivers run SCHED_FIFO when permitted (the recorder's default).
+# Printed: per step both results; at the end the highest zero-loss rate
+# each reached (the rate the sender achieved, which on a small machine falls
+# short of the target at the top) and their ratio (target: recorder >= 0.90
+# x ceiling).
 #
 # Usage: bench/udp.sh [options]
 #   -t SECONDS   duration of each step (default 10; the brief asks 30)
@@ -56,10 +59,12 @@ wait_bound() {
 	return 1
 }
 sent_of() { sed -n 's/.*sent \([0-9]*\) datagrams.*/\1/p' "$1"; }
+# the rate the sender really reached, MB/s (it falls short when the CPUs are busy)
+rate_of() { sed -n 's/.*sent \([0-9]*\) datagrams, .* in \([0-9.]*\) s.*/\1 \2/p' "$1" | awk '{printf "%d", $1 * 8032 / $2 / 1e6}'; }
 
 echo "bench/udp.sh: 8032-byte VDIF frames over 127.0.0.1, $T s per step, recorder onto $N file members in $DIR, ring $BUF"
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
-printf "%10s | %12s %8s | %12s %8s %8s %8s %10s\n" "rate MB/s" "sink recv" "lost" "record recv" "lost" "ringfull" "frames" "ring max"
+printf "%6s | %6s %10s %7s | %6s %10s %7s %8s %7s %9s\n" target sent "sink recv" lost sent "rec recv" lost ringfull frames "ring max"
 best_sink=0 best_rec=0 sink_ok=1 rec_ok=1
 for r in $RATES; do
 	rb=$(bytes "$r")
@@ -91,10 +96,18 @@ import json,sys; j=json.load(open(sys.argv[1])); d=j["datagrams"]; v=j["vdif"]
 print(d["received"], d["dropped_ring_full"], d["dropped_kernel"], v["frames_lost"], j["ring_max_fill_bytes"])' "$TMP/rec.json")
 	r_lost=$((r_sent - r_recv))
 	"$BIN/recfs" rm "$PACK" step >/dev/null
-	printf "%10d | %12d %8d | %12d %8d %8d %8d %10s\n" $((rb / 1000000)) "$s_recv" "$s_lost" \
-		"$r_recv" "$r_lost" "$r_full" "$r_frames" "$((r_ringmax >> 20)) MiB"
-	if [ $sink_ok = 1 ] && [ "$s_lost" = 0 ]; then best_sink=$rb; else sink_ok=0; fi
-	if [ $rec_ok = 1 ] && [ "$r_lost" = 0 ] && [ "$r_full" = 0 ] && [ "$r_frames" = 0 ]; then best_rec=$rb; else rec_ok=0; fi
+	s_rate=$(rate_of "$TMP/play1.err")
+	r_rate=$(rate_of "$TMP/play2.err")
+	printf "%6d | %6d %10d %7d | %6d %10d %7d %8d %7d %9s\n" $((rb / 1000000)) "$s_rate" "$s_recv" "$s_lost" \
+		"$r_rate" "$r_recv" "$r_lost" "$r_full" "$r_frames" "$((r_ringmax >> 20)) MiB"
+	# a step counts at the rate the sender reached
+	if [ $sink_ok = 1 ] && [ "$s_lost" = 0 ]; then [ "$s_rate" -gt "$best_sink" ] && best_sink=$s_rate; else sink_ok=0; fi
+	if [ $rec_ok = 1 ] && [ "$r_lost" = 0 ] && [ "$r_full" = 0 ] && [ "$r_frames" = 0 ]; then
+		[ "$r_rate" -gt "$best_rec" ] && best_rec=$r_rate
+	else
+		rec_ok=0
+	fi
 done
-echo "highest zero-loss rate: bare receiver $((best_sink / 1000000)) MB/s, recfs-record $((best_rec / 1000000)) MB/s"
+echo "(rates in MB/s; 'sent' is the rate the sender reached; lost = sent - received)"
+echo "highest zero-loss rate reached: bare receiver $best_sink MB/s, recfs-record $best_rec MB/s"
 python3 -c 'import sys; s,r=int(sys.argv[1]),int(sys.argv[2]); print("ratio %.3f (target >= 0.90): %s" % (r/s, "PASS" if r >= 0.9*s else "below target") if s else "no zero-loss step for the bare receiver")' "$best_sink" "$best_rec"
