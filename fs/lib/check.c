@@ -33,6 +33,8 @@
 #define CK_SLOT_BATCH 8192u       /* checksum slots per table read */
 #define CK_SLOT_REPORTS 8         /* per recording, then summarized */
 #define CK_VERIFY_IO (8u << 20)   /* bytes per --verify read */
+#define CK_VERIFY_WORKERS 4       /* reads in flight per member */
+#define CK_VERIFY_MEM (256u << 20) /* read buffers of all workers */
 
 struct ck_member {
 	struct recfs_dev *dev;
@@ -96,6 +98,7 @@ struct ck {
 	pthread_mutex_t lock;
 	pthread_cond_t done;
 	atomic_uint_fast64_t vdone;
+	atomic_bool verify_oom;
 };
 
 /* ------------------------------------------------------------------ output */
@@ -1628,7 +1631,7 @@ out_close:
 /* ------------------------------------------------------ pass 6: --verify */
 struct vctx {
 	struct ck *c;
-	unsigned member;
+	unsigned member, worker;    /* worker of CK_VERIFY_WORKERS on the member */
 	atomic_uint *finished;
 };
 
@@ -1660,12 +1663,19 @@ static void *verify_member(void *arg)
 	struct ck *c = v->c;
 	const uint64_t cs = c->g.chunk_size;
 	const unsigned nm = c->g.members;
-	uint64_t maxk = CK_VERIFY_IO / cs ? CK_VERIFY_IO / cs : 1;
+	/* at most CK_VERIFY_MEM in buffers over all workers */
+	uint64_t io = CK_VERIFY_MEM / ((uint64_t)nm * CK_VERIFY_WORKERS);
+	uint64_t maxk = (io < CK_VERIFY_IO ? io : CK_VERIFY_IO) / cs;
 	struct recfs_dev *d = c->a[c->at[v->member]].dev;
-	uint8_t *buf = recfs_alloc(maxk * cs);
+	uint8_t *buf;
 
-	if (!buf)
+	if (maxk == 0)
+		maxk = 1;
+	buf = recfs_alloc(maxk * cs);
+	if (!buf) {
+		atomic_store(&c->verify_oom, true);
 		goto out;
+	}
 	for (uint32_t x = 0; x < c->nrec; x++) {
 		struct ck_rec *e = &c->rec[x];
 		const struct recfs_rec *r = &e->r;
@@ -1674,11 +1684,15 @@ static void *verify_member(void *arg)
 		uint64_t lc0 = r->ext_start / cs, nch = (r->committed_len + cs - 1) / cs;
 		/* first chunk of this recording on this member */
 		uint64_t k = (v->member + nm - (unsigned)(lc0 % nm)) % nm;
-		while (k < nch) {
+		for (uint64_t batch = 0; k < nch; batch++) {
 			uint64_t cnt = 0, moff;
 			unsigned mi;
 			while (k + cnt * nm < nch && cnt < maxk)
 				cnt++;
+			if (batch % CK_VERIFY_WORKERS != v->worker) {
+				k += cnt * nm; /* another worker's */
+				continue;
+			}
 			recfs_map(&c->g, r->ext_start + k * cs, &mi, &moff);
 			int err = dev_read(d, buf, cnt * cs, moff);
 			for (uint64_t j = 0; j < cnt; j++) {
@@ -1729,9 +1743,9 @@ static int cmp_bad(const void *x, const void *y)
 
 static int pass6(struct ck *c)
 {
-	pthread_t th[RECFS_MAX_MEMBERS];
-	struct vctx vc[RECFS_MAX_MEMBERS];
-	bool started[RECFS_MAX_MEMBERS] = {0};
+	pthread_t th[RECFS_MAX_MEMBERS * CK_VERIFY_WORKERS];
+	struct vctx vc[RECFS_MAX_MEMBERS * CK_VERIFY_WORKERS];
+	bool started[RECFS_MAX_MEMBERS * CK_VERIFY_WORKERS] = {0};
 	atomic_uint finished = 0;
 	unsigned nstarted = 0;
 	uint64_t total = 0;
@@ -1746,12 +1760,16 @@ static int pass6(struct ck *c)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	FOR_MEMBERS(c, i, m) {
 		(void)m;
-		vc[i].c = c;
-		vc[i].member = i;
-		vc[i].finished = &finished;
-		if (pthread_create(&th[i], NULL, verify_member, &vc[i]) == 0) {
-			started[i] = true;
-			nstarted++;
+		for (unsigned w = 0; w < CK_VERIFY_WORKERS; w++) {
+			unsigned t = i * CK_VERIFY_WORKERS + w;
+			vc[t].c = c;
+			vc[t].member = i;
+			vc[t].worker = w;
+			vc[t].finished = &finished;
+			if (pthread_create(&th[t], NULL, verify_member, &vc[t]) == 0) {
+				started[t] = true;
+				nstarted++;
+			}
 		}
 	}
 	pthread_mutex_lock(&c->lock);
@@ -1771,13 +1789,17 @@ static int pass6(struct ck *c)
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
-	for (unsigned i = 0; i < RECFS_MAX_MEMBERS; i++)
+	for (unsigned i = 0; i < RECFS_MAX_MEMBERS * CK_VERIFY_WORKERS; i++)
 		if (started[i])
 			pthread_join(th[i], NULL);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (c->o->progress)
 		c->o->progress(c->o->ctx, atomic_load(&c->vdone), total);
 	c->st->verified_bytes = atomic_load(&c->vdone);
+	if (atomic_load(&c->verify_oom)) {
+		out(c, "verify: out of memory for read buffers: not every chunk was read");
+		c->status |= RECFS_FSCK_ERROR;
+	}
 	c->st->verify_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull +
 			   (uint64_t)(t1.tv_nsec - t0.tv_nsec);
 	/* chunks on missing members */
