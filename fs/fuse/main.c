@@ -308,6 +308,7 @@ int main(int argc, char **argv)
 		goto out_close_pack;
 	}
 	c.created_ns = pi.created_ns;
+	c.reloaded_ns = rm_now();
 	c.dir_capacity = pi.dir_capacity;
 	if (c.o.prefetch == UINT_MAX) {
 		uint64_t cap = (256ull << 20) / c.g->chunk_size;

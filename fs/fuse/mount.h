@@ -22,6 +22,7 @@
 
 #define RM_SLOT_PAGE 4096u            /* checksum slots loaded per read (64 KiB) */
 #define RM_REFRESH_NS (100ull * 1000000)  /* at most one refresh per 100 ms */
+#define RM_RELOAD_NS (1000ull * 1000000)  /* directory re-read before lookups */
 
 struct rm_opts {
 	uid_t uid;

@@ -363,9 +363,15 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	pthread_mutex_lock(&c->meta);
+	/* Follow the writer: re-read the directory at most once a second
+	 * before answering (a deleted recording disappears), and on a miss
+	 * at most every 100 ms (a recording started since appears). */
+	if (rm_now() - c->reloaded_ns >= RM_RELOAD_NS) {
+		c->reloaded_ns = rm_now();
+		recfs_pack_reload(c->p);
+	}
 	rc = recfs_rec_lookup(c->p, name, &r);
 	if (rc == -ENOENT && rm_now() - c->reloaded_ns >= RM_REFRESH_NS) {
-		/* maybe a recording started since: follow the writer */
 		c->reloaded_ns = rm_now();
 		if (recfs_pack_reload(c->p) == 0)
 			rc = recfs_rec_lookup(c->p, name, &r);

@@ -105,6 +105,16 @@ done
 check "the unsealed recording appears" test $seen = 1
 check "unsealed: state recording" test "$(getfattr --only-values -n user.recfs.state "$M/open")" = recording
 check "unsealed: reads its committed bytes" cmp "$T_DIR/open" "$M/open"
+
+# a recording deleted while mounted disappears
+check "recfs rm while mounted" recfs rm "$PACK" old
+gone=0
+for ((i = 0; i < 200; i++)); do
+	if ! ls "$M" | grep -qx old && ! stat "$M/old" >/dev/null 2>&1; then gone=1; break; fi
+	sleep 0.025
+done
+check "the deleted recording disappears from the mount" test $gone = 1
+check "the others stay" cmp "$T_DIR/src" "$M/live"
 check "unmount" unmount_pack "$M"
 check "no error logged" test ! -s "$T_DIR/mount.log"
 finish

@@ -2,11 +2,11 @@
 # Source after tests/lib.sh.
 TESTWRITE=${TESTWRITE:-$RECFS_BIN/../tests/recfs-testwrite}
 
-# wait_mounted DIR PID: poll until DIR is a mount point (10 s at most);
+# wait_mounted DIR PID: poll until DIR is a mount point (20 s at most);
 # fails early when PID (the driver) has exited.
 wait_mounted() {
 	local dir=$1 pid=${2:-} i
-	for ((i = 0; i < 400; i++)); do
+	for ((i = 0; i < 800; i++)); do
 		mountpoint -q "$dir" && return 0
 		if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then return 1; fi
 		sleep 0.025
@@ -41,7 +41,10 @@ mount_pack() {
 	MOUNT_PID=$!
 	cleanup_add "kill_own $MOUNT_PID '$dir'"
 	cleanup_add "mountpoint -q '$dir' && fusermount3 -u '$dir'"
-	wait_mounted "$dir" "$MOUNT_PID"
+	wait_mounted "$dir" "$MOUNT_PID" && return 0
+	echo "mount_pack: $dir did not appear; driver log:" >&2
+	tail -5 "$T_DIR/mount.log" >&2
+	return 1
 }
 
 # unmount_pack DIR: fusermount3 -u, then wait for the driver to exit 0.
