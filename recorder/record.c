@@ -1229,14 +1229,13 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct rr *r = calloc(1, sizeof(*r));
+	static struct rr rr_state; /* one per process; nothing to free on early exits */
+	struct rr *r = &rr_state;
 	const char *input = "stdin";
 	uint64_t v;
 	int c, status = RR_EXIT_NOTHING;
 	bool sizes_set = false;
 
-	if (!r)
-		return RR_EXIT_NOTHING;
 	r->qd = 4;
 	r->commit_ns = 1000000000ull;
 	r->rcvbuf = 64ull << 20;
@@ -1459,7 +1458,7 @@ int main(int argc, char **argv)
 		/* the last commit failed: the metadata path is broken; try the
 		 * seal once anyway, at the last durable length */
 		final_len = r->rec.committed_len;
-		snprintf(msg, sizeof(msg), "%s", r->cm_msg);
+		snprintf(msg, sizeof(msg), "%.511s", r->cm_msg);
 	}
 	err = cm_commit(r, final_len, true);
 	if (err) {
@@ -1478,7 +1477,7 @@ int main(int argc, char **argv)
 	else if (!err && why == RR_STOP_IOERR && !msg[0])
 		snprintf(msg, sizeof(msg), "writer failed: %s", strerror(r->err_errno ? r->err_errno : EIO));
 	else if (!err && why == RR_STOP_INPUT)
-		snprintf(msg, sizeof(msg), "%s", r->in_err);
+		snprintf(msg, sizeof(msg), "%.255s", r->in_err);
 
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
@@ -1522,6 +1521,5 @@ out_close_pack:
 		status = RR_EXIT_IO;
 	}
 	free(r->csums);
-	free(r);
 	return status;
 }
