@@ -57,6 +57,30 @@ check "helper mount reads" cmp "$T_DIR/src" "$M/rec"
 check "umount DIR" umount "$M"
 check "unmounted" wait_unmounted "$M"
 
+# mount(8) itself: `mount -t recfs` and an fstab line find the helper in
+# /sbin.  Done in a private mount namespace where a folder holding only
+# mount.recfs is bound over /usr/sbin, so nothing is installed.
+H=$T_DIR/sbin
+mkdir -p "$H"
+cp "$RECFS_BIN/mount.recfs" "$H/"
+printf '%s %s recfs ro,uid=9,nofail,x-test 0 0\n' "$PACK" "$M" >"$T_DIR/fstab"
+if unshare -m --propagation private true 2>/dev/null; then
+	run unshare -m --propagation private bash -c "
+		mount --bind '$H' /usr/sbin || exit 10
+		mount -t recfs -o uid=5 '$PACK' '$M' || exit 11
+		[ \$(stat -c %u '$M/rec') = 5 ] || exit 12
+		cmp '$T_DIR/src' '$M/rec' || exit 13
+		grep -q ' $M fuse.recfs ro,' /proc/self/mounts || exit 14
+		umount '$M' || exit 15
+		mount -T '$T_DIR/fstab' '$M' || exit 16
+		[ \$(stat -c %u '$M/rec') = 9 ] || exit 17
+		cmp '$T_DIR/src' '$M/rec' || exit 18
+		umount '$M' || exit 19"
+	check "mount -t recfs and an fstab line (mount -T) work: $OUT" test "$RC" = 0
+else
+	echo "skipped mount(8) checks: no mount namespaces here"
+fi
+
 # usage errors
 check "--help" bash -c "recfs-mount --help | grep -q 'Usage: recfs-mount'"
 check "--version" bash -c "recfs-mount --version | grep -q '^recfs-mount [0-9]'"
