@@ -34,6 +34,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "rec.h"
@@ -413,7 +414,6 @@ static void rcv_udp(struct rr *r)
 	char ctl[RR_BATCH][CMSG_SPACE(sizeof(uint32_t))];
 	uint8_t *scratch = NULL, *tmp = NULL;
 	struct rr_vdif_track vt = { 0 };
-	bool need_poll = true;
 	const int sock = r->in_fd;
 
 	scratch = malloc(65536);
@@ -426,24 +426,17 @@ static void rcv_udp(struct rr *r)
 		uint64_t budget = rcv_budget(r, filled, deadline);
 		if (!budget)
 			break;
-		if (need_poll) {
-			struct pollfd pf = { .fd = sock, .events = POLLIN };
-			if (poll(&pf, 1, 100) <= 0)
-				continue;
-			need_poll = false;
-		}
 		if (!r->packet_size) {
-			/* learn the datagram size from the first one */
-			ssize_t n = recv(sock, scratch, 65536, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-			if (n < 0) {
-				need_poll = true;
+			/* learn the datagram size from the first one (the socket
+			 * has a receive timeout: the loop sees stop flags) */
+			ssize_t n = recv(sock, scratch, 65536, MSG_PEEK | MSG_TRUNC);
+			if (n < 0)
 				continue;
-			}
 			if ((uint64_t)n <= r->strip) {
 				r->loss.packets++;
 				r->loss.wrong_size++;
 				if (recv(sock, scratch, 65536, MSG_DONTWAIT) < 0)
-					need_poll = true;
+					continue;
 				continue;
 			}
 			r->packet_size = (uint32_t)n - r->strip;
@@ -470,11 +463,9 @@ static void rcv_udp(struct rr *r)
 				msgs[i].msg_hdr.msg_iov = iov[i];
 				msgs[i].msg_hdr.msg_iovlen = 1;
 			}
-			int got = recvmmsg(sock, msgs, RR_BATCH, MSG_DONTWAIT, NULL);
-			if (got <= 0) {
-				need_poll = true;
+			int got = recvmmsg(sock, msgs, RR_BATCH, MSG_WAITFORONE, NULL);
+			if (got <= 0)
 				continue;
-			}
 			r->loss.packets += (uint64_t)got;
 			r->loss.dropped += (uint64_t)got;
 			continue;
@@ -496,19 +487,17 @@ static void rcv_udp(struct rr *r)
 			msgs[i].msg_hdr.msg_control = ctl[i];
 			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
 		}
-		int got = recvmmsg(sock, msgs, nm, MSG_DONTWAIT, NULL);
+		/* block for the first datagram (up to the receive timeout),
+		 * then take what is queued: one syscall per batch */
+		int got = recvmmsg(sock, msgs, nm, MSG_WAITFORONE, NULL);
 		if (got < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
-				need_poll = true;
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				continue;
-			}
 			snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s", r->input_spec,
 				 strerror(errno));
 			rr_set_stop(r, RR_STOP_INPUT);
 			break;
 		}
-		if ((unsigned)got < nm)
-			need_poll = true;
 		uint64_t old = filled, dst = filled;
 		for (int i = 0; i < got; i++) {
 			uint64_t src = filled + (uint64_t)i * P;
@@ -1027,6 +1016,9 @@ static int rr_open_input(struct rr *r)
 	if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)))
 		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
 	setsockopt(s, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof(one));
+	/* blocking receives wake at least every 100 ms to see a stop */
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (bind(s, (struct sockaddr *)&ss, len)) {
 		int e = errno;
 		fprintf(stderr, PROG ": %s: cannot bind: %s\n", r->input_spec, strerror(e));
