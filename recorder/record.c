@@ -129,6 +129,8 @@ struct rr {
 	_Atomic uint64_t done_bytes;     /* stream bytes in those chunks */
 	struct rr_member_stat mst[RECFS_MAX_MEMBERS];
 	int err_member, err_errno;
+	long err_short;                  /* bytes a short write wrote, -1 none */
+	uint32_t err_len;                /* of that request */
 	uint64_t err_off;
 	pthread_mutex_t csum_lock;
 	uint64_t *csums, csum_base, csum_n, csum_cap;
@@ -898,6 +900,8 @@ static int64_t wr_run(struct rr *r)
 				if (!failed || r->err_errno == 0) {
 					r->err_member = (int)sl->member;
 					r->err_errno = res < 0 ? (int)-res : EIO;
+					r->err_short = res < 0 ? -1 : res;
+					r->err_len = sl->len;
 					r->err_off = sl->chunk * cs;
 				}
 				failed = true;
@@ -1236,6 +1240,7 @@ int main(int argc, char **argv)
 	r->fps = 10000;
 	r->in_fd = -1;
 	r->err_member = -1;
+	r->err_short = -1;
 	r->data_efd = r->space_efd = r->aio_efd = -1;
 	atomic_store(&r->limit, UINT64_MAX);
 
@@ -1463,9 +1468,15 @@ int main(int argc, char **argv)
 		       : why == RR_STOP_INPUT ? RR_EXIT_INPUT : RR_EXIT_OK;
 	}
 	if (!err && why == RR_STOP_IOERR && r->err_member >= 0 && !msg[0])
-		snprintf(msg, sizeof(msg), "member %d (%s): write failed at byte %llu of '%s': %s",
-			 r->err_member, recfs_pack_dev(r->p, (unsigned)r->err_member)->path,
-			 (unsigned long long)r->err_off, r->name, strerror(r->err_errno));
+		if (r->err_short >= 0)
+			snprintf(msg, sizeof(msg), "member %d (%s): write failed at byte %llu of '%s': "
+				 "short write, %ld of %u bytes (device full?)",
+				 r->err_member, recfs_pack_dev(r->p, (unsigned)r->err_member)->path,
+				 (unsigned long long)r->err_off, r->name, r->err_short, r->err_len);
+		else
+			snprintf(msg, sizeof(msg), "member %d (%s): write failed at byte %llu of '%s': %s",
+				 r->err_member, recfs_pack_dev(r->p, (unsigned)r->err_member)->path,
+				 (unsigned long long)r->err_off, r->name, strerror(r->err_errno));
 	else if (!err && why == RR_STOP_IOERR && !msg[0])
 		snprintf(msg, sizeof(msg), "writer failed: %s", strerror(r->err_errno ? r->err_errno : EIO));
 	else if (!err && why == RR_STOP_INPUT)
