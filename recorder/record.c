@@ -262,7 +262,8 @@ struct rr_vdif_stream {
 static void rcv_publish(struct rr *r, uint64_t old, uint64_t now)
 {
 	atomic_store_explicit(&r->filled, now, memory_order_release);
-	uint64_t fill = now - atomic_load_explicit(&r->released, memory_order_acquire);
+	uint64_t rel = atomic_load_explicit(&r->released, memory_order_acquire);
+	uint64_t fill = now > rel ? now - rel : 0;
 	if (fill > atomic_load_explicit(&r->ring_max, memory_order_relaxed))
 		atomic_store_explicit(&r->ring_max, fill, memory_order_relaxed);
 	if (old / r->chunk != now / r->chunk || old == 0) {
@@ -650,7 +651,7 @@ static void rr_progress(struct rr *r, bool final)
 	fprintf(stderr, "\r%s  %s/s  ring %s (max %s)  dropped %llu  lost %llu \033[K%s",
 		recfs_fmt_size(bytes, b1, sizeof(b1)),
 		recfs_fmt_size(secs > 0 ? (uint64_t)((double)bytes / secs) : 0, b2, sizeof(b2)),
-		recfs_fmt_size(filled - rel, b3, sizeof(b3)),
+		recfs_fmt_size(filled > rel ? filled - rel : 0, b3, sizeof(b3)),
 		recfs_fmt_size(atomic_load(&r->ring_max), b4, sizeof(b4)),
 		(unsigned long long)dropped, (unsigned long long)lost, final ? "\n" : "");
 	r->progress_shown = true;

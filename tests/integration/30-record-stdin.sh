@@ -73,6 +73,11 @@ check "4 MB/s for 1 s records about 4 MB (got $sz)" test "$sz" -gt 2500000 -a "$
 run recfs-play --check counter "$PACK" paced
 check "paced recording verified" grep -q "counter pattern: 0 bad bytes" <<<"$OUT"
 
+# --progress: the live line (bytes, rate, ring now and max, dropped, lost)
+run recfs-record --buffer 16M --progress -i gen:counter --rate 8M -d 1.2 "$PACK" prog
+check "--progress draws the live line" grep -Eq $'\r[0-9.]+ [KMG]?i?B +[0-9.]+ [KMG]?i?B/s +ring [0-9.]+ [KMG]?i?B \\(max [0-9.]+ [KMG]?i?B\\) +dropped 0 +lost 0' <<<"$OUT"
+check "--progress: ring fill never shown negative" test -z "$(grep -E 'ring [0-9.]+ EiB' <<<"$OUT")"
+
 # SIGINT seals
 recfs-record $B -i gen:counter --rate 2M "$PACK" sig 2>"$T_DIR/sig.err" &
 pid=$!
