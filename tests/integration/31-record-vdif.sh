@@ -67,6 +67,21 @@ check "ls -l: gap at byte 3164608 of 2 frames on thread 1" grep -q "gap at byte 
 run recfs-play --check vdif "$PACK" cut
 check "checker counts the 10 missing frames ($OUT)" grep -q "990 frames, 10 missing, 0 bad" <<<"$OUT"
 
+# two frames of one thread swapped: one out of order (and one lost at the
+# jump that the late frame then fills)
+python3 - "$T_DIR/ref.vdif" "$T_DIR/swap.vdif" <<'PY'
+import sys
+F = 8032
+d = open(sys.argv[1], 'rb').read()
+fr = [d[i*F:(i+1)*F] for i in range(len(d)//F)]
+fr[100], fr[102] = fr[102], fr[100]   # thread 0 frames 50 and 51
+open(sys.argv[2], 'wb').write(b''.join(fr))
+PY
+check "record swapped frames" recfs-record $B --format vdif --stats-json "$T_DIR/swap.json" "$PACK" swap <"$T_DIR/swap.vdif"
+check "1 out of order, counted" python3 -c '
+import json,sys; v=json.load(open(sys.argv[1]))["vdif"]
+assert v["out_of_order"]==1 and v["frames_lost"]==1 and v["invalid"]==0, v' "$T_DIR/swap.json"
+
 # damaged headers are counted as invalid (and, not being attributable to a
 # thread, each leaves that thread's sequence one frame short)
 python3 - "$T_DIR/ref.vdif" "$T_DIR/bad.vdif" <<'PY'

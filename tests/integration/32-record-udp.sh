@@ -45,6 +45,30 @@ check "udp vdif recording is vdif" grep -Eq '^got +16064000 +sealed.* vdif ' <<<
 run recfs-play --check vdif "$PACK" got
 check "udp vdif: frames verified ($OUT)" grep -q "2000 frames, 0 missing, 0 bad" <<<"$OUT"
 
+# --- VDIF with frames missing on the wire: the same loss map as from a file
+python3 - "$T_DIR/src.vdif" "$T_DIR/cut.vdif" <<'PY'
+import sys
+F = 8032
+d = open(sys.argv[1], 'rb').read()
+fr = [d[i*F:(i+1)*F] for i in range(len(d)//F)]
+open(sys.argv[2], 'wb').write(b''.join(f for i, f in enumerate(fr) if i not in (7, 8, 9, 500, 1501)))
+PY
+check "cut source from a file" recfs-record $B --format vdif --stats-json "$T_DIR/cutfile.json" "$PACK" cutsrc <"$T_DIR/cut.vdif"
+PORT=$(free_port)
+recfs-record $B -i "udp:127.0.0.1:$PORT" --format vdif --size $((F * 1995)) --stats-json "$T_DIR/cutudp.json" \
+	"$PACK" cutudp 2>/dev/null &
+pid=$!
+cleanup_add "kill $pid"
+check "recorder bound to udp:$PORT" wait_bound "$PORT"
+run recfs-play --rate 40M "$PACK" cutsrc --udp "127.0.0.1:$PORT"
+wait $pid
+check "udp with missing frames: byte-identical" cmp <(recfs cat "$PACK" cutudp) "$T_DIR/cut.vdif"
+check "udp with missing frames: 5 lost, same gaps as from the file" python3 -c '
+import json,sys
+a=json.load(open(sys.argv[1]))["vdif"]; b=json.load(open(sys.argv[2]))["vdif"]
+assert a["frames_lost"]==5 and a["gaps"]==b["gaps"] and len(a["gaps"])==4, (a, b)' "$T_DIR/cutudp.json" "$T_DIR/cutfile.json"
+check "udp with missing frames: ls -l shows them" grep -Eq '^cutudp +[0-9]+ +sealed.* vdif +5 ' <<<"$(recfs ls -l "$PACK")"
+
 # --- raw, 4000-byte payloads behind an 8-byte sequence number, and a
 # short last datagram that must be counted, not written
 head -c $((4000 * 300 + 123)) /dev/urandom >"$T_DIR/raw"
