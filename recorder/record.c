@@ -256,6 +256,7 @@ static void rr_ring_write(struct rr *r, uint64_t s, const void *buf, size_t n)
 struct rr_vdif_stream {
 	struct rr_vdif_track t;
 	uint64_t next;     /* stream offset of the next frame header */
+	bool resync;       /* looking for the first valid header */
 };
 
 /* Publish new bytes [old, now): loss snapshot, wake the writer on a chunk. */
@@ -276,20 +277,27 @@ static void rcv_publish(struct rr *r, uint64_t old, uint64_t now)
 	}
 }
 
-/* VDIF inside a byte stream: frames back to back; headers read in place. */
+/* VDIF inside a byte stream: frames back to back, headers read in place.
+ * Until the first valid header the scan moves in 8-byte steps and counts
+ * the whole unreadable run as one invalid frame. */
 static void rcv_vdif_scan(struct rr *r, struct rr_vdif_stream *vs, uint64_t filled)
 {
 	uint8_t hdr[32];
 	while (vs->next + 32 <= filled) {
 		rr_ring_read(r, vs->next, hdr, sizeof(hdr));
-		uint32_t fs = vs->t.frame_size;
-		uint32_t len = rr_vdif_frame(&vs->t, hdr, 0, vs->next);
-		if (!len) {
-			/* bad header: skip one expected frame (or resync a word) */
-			fs = vs->t.frame_size ? vs->t.frame_size : 8;
-			len = fs;
+		if (!vs->t.frame_size) {
+			struct rr_vdif_hdr h;
+			if (!rr_vdif_decode(hdr, &h)) {
+				if (!vs->resync)
+					r->loss.invalid++;
+				vs->resync = true;
+				vs->next += 8;
+				continue;
+			}
+			vs->resync = false;
 		}
-		vs->next += len;
+		uint32_t len = rr_vdif_frame(&vs->t, hdr, 0, vs->next);
+		vs->next += len ? len : vs->t.frame_size; /* bad header: skip one frame */
 	}
 }
 
@@ -414,7 +422,7 @@ static void rcv_udp(struct rr *r)
 	struct mmsghdr msgs[RR_BATCH];
 	struct iovec iov[RR_BATCH][3];
 	uint8_t stripbuf[RR_BATCH][64];
-	char ctl[RR_BATCH][CMSG_SPACE(sizeof(uint32_t))];
+	_Alignas(struct cmsghdr) char ctl[RR_BATCH][CMSG_SPACE(sizeof(uint32_t))];
 	uint8_t *scratch = NULL, *tmp = NULL;
 	struct rr_vdif_track vt = { 0 };
 	const int sock = r->in_fd;
