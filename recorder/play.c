@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +183,63 @@ static int pl_send(struct pl *pl, const uint8_t *buf, size_t len, uint32_t P, ui
 	return 0;
 }
 
+#define PL_NBUF 4
+
+/* Buffers filled by the reader thread, sent in order by main. */
+struct pl_rd {
+	struct pl *pl;
+	const struct rr_gen *g;
+	size_t bs;
+	uint64_t end, t0;
+	uint8_t *buf[PL_NBUF];
+	ssize_t len[PL_NBUF];   /* > 0 data, 0 the end, < 0 an error (err) */
+	unsigned head, tail;    /* filled, sent */
+	bool quit;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	char err[512];
+};
+
+static void *pl_reader(void *arg)
+{
+	struct pl_rd *rd = arg;
+	struct pl *pl = rd->pl;
+	uint64_t off = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&rd->lock);
+		while (rd->head - rd->tail == PL_NBUF && !rd->quit)
+			pthread_cond_wait(&rd->cond, &rd->lock);
+		bool quit = rd->quit;
+		unsigned i = rd->head % PL_NBUF;
+		pthread_mutex_unlock(&rd->lock);
+		if (quit)
+			break;
+		size_t want = rd->end - off < rd->bs ? (size_t)(rd->end - off) : rd->bs;
+		ssize_t n;
+		if (want == 0 || (pl->gen && pl->duration_ns && rr_mono_ns() - rd->t0 >= pl->duration_ns)) {
+			n = 0;
+		} else if (pl->gen) {
+			rr_gen_fill(rd->g, rd->buf[i], off, want, false);
+			n = (ssize_t)want;
+		} else {
+			n = recfs_rec_pread(pl->p, &pl->rec, rd->buf[i], want, off,
+					    pl->verify ? RECFS_READ_VERIFY : 0);
+			if (n < 0)
+				snprintf(rd->err, sizeof(rd->err), "%s", recfs_errmsg());
+		}
+		pthread_mutex_lock(&rd->lock);
+		rd->len[i] = n;
+		rd->head++;
+		pthread_cond_signal(&rd->cond);
+		pthread_mutex_unlock(&rd->lock);
+		if (n <= 0)
+			break;
+		off += (uint64_t)n;
+	}
+	return NULL;
+}
+
 static int pl_connect(struct pl *pl)
 {
 	struct sockaddr_storage ss;
@@ -336,41 +394,52 @@ int main(int argc, char **argv)
 	if (pl_connect(&pl))
 		goto out_close;
 
-	/* a whole number of datagrams per read */
-	size_t bs = (size_t)((4u << 20) / P + 1) * P;
-	uint8_t *buf = malloc(bs);
-	if (!buf) {
-		fprintf(stderr, PROG ": out of memory\n");
-		goto out_close;
-	}
-	uint64_t off = 0, seq = 0, datagrams = 0, sent = 0, t0 = rr_mono_ns();
-	uint64_t end = pl.size ? pl.size : UINT64_MAX;
-	status = 0;
-	while (off < end) {
-		size_t want = end - off < bs ? (size_t)(end - off) : bs;
-		ssize_t n;
-		if (pl.gen) {
-			if (pl.duration_ns && rr_mono_ns() - t0 >= pl.duration_ns)
-				break;
-			rr_gen_fill(&g, buf, off, want, false);
-			n = (ssize_t)want;
-		} else {
-			n = recfs_rec_pread(pl.p, &pl.rec, buf, want, off,
-					    pl.verify ? RECFS_READ_VERIFY : 0);
-			if (n < 0) {
-				fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-				status = 1;
-				break;
-			}
-			if (n == 0)
-				break;
+	/* a whole number of datagrams per read; reads run ahead of the
+	 * sender in a thread of their own */
+	struct pl_rd rd = { .pl = &pl, .g = &g, .bs = (size_t)((4u << 20) / P + 1) * P,
+			    .end = pl.size ? pl.size : UINT64_MAX, .t0 = rr_mono_ns() };
+	pthread_mutex_init(&rd.lock, NULL);
+	pthread_cond_init(&rd.cond, NULL);
+	for (unsigned i = 0; i < PL_NBUF; i++)
+		if (!(rd.buf[i] = malloc(rd.bs))) {
+			fprintf(stderr, PROG ": out of memory\n");
+			goto out_free_bufs;
 		}
-		if (pl_send(&pl, buf, (size_t)n, P, &seq, &datagrams, &sent, t0)) {
+	pthread_t thr;
+	if (pthread_create(&thr, NULL, pl_reader, &rd)) {
+		fprintf(stderr, PROG ": cannot start the reader\n");
+		goto out_free_bufs;
+	}
+	uint64_t seq = 0, datagrams = 0, sent = 0, t0 = rd.t0;
+	status = 0;
+	for (;;) {
+		pthread_mutex_lock(&rd.lock);
+		while (rd.tail == rd.head)
+			pthread_cond_wait(&rd.cond, &rd.lock);
+		unsigned i = rd.tail % PL_NBUF;
+		ssize_t n = rd.len[i];
+		pthread_mutex_unlock(&rd.lock);
+		if (n < 0) {
+			fprintf(stderr, PROG ": %s\n", rd.err);
 			status = 1;
 			break;
 		}
-		off += (uint64_t)n;
+		if (n == 0)
+			break;
+		if (pl_send(&pl, rd.buf[i], (size_t)n, P, &seq, &datagrams, &sent, t0)) {
+			status = 1;
+			break;
+		}
+		pthread_mutex_lock(&rd.lock);
+		rd.tail++;
+		pthread_cond_signal(&rd.cond);
+		pthread_mutex_unlock(&rd.lock);
 	}
+	pthread_mutex_lock(&rd.lock);
+	rd.quit = true;
+	pthread_cond_signal(&rd.cond);
+	pthread_mutex_unlock(&rd.lock);
+	pthread_join(thr, NULL);
 	double secs = (double)(rr_mono_ns() - t0) * 1e-9;
 	if (!pl.quiet) {
 		char b1[32], b2[32];
@@ -378,7 +447,9 @@ int main(int argc, char **argv)
 			(unsigned long long)datagrams, recfs_fmt_size(sent, b1, sizeof(b1)), secs,
 			recfs_fmt_size(secs > 0 ? (uint64_t)((double)sent / secs) : 0, b2, sizeof(b2)));
 	}
-	free(buf);
+out_free_bufs:
+	for (unsigned i = 0; i < PL_NBUF; i++)
+		free(rd.buf[i]);
 out_close:
 	if (pl.sock >= 0)
 		close(pl.sock);

@@ -11,7 +11,7 @@ $(BUILD)/bin/recfs-record: $(BUILD)/obj/recorder/record.o $(RECORDER_COMMON) $(L
 
 $(BUILD)/bin/recfs-play: $(BUILD)/obj/recorder/play.o $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)
 
 # bench/udp.sh's ceiling: recvmmsg and discard (not installed)
 $(BUILD)/bench/recfs-udpsink: $(BUILD)/obj/recorder/udpsink.o $(RECORDER_COMMON) $(LIBRECFS)
