@@ -99,8 +99,8 @@ struct rr {
 	/* pack */
 	struct recfs_pack *p;
 	const struct recfs_geom *g;
-	struct recfs_rec rec;
-	bool created;
+	struct recfs_rec rec;           /* the committer's (main's after the join) */
+	_Atomic bool created;           /* rec and t_first are set (release) */
 	uint32_t chunk;
 
 	/* ring: nslots chunk-sized slots, stream byte s lives at s % size */
@@ -115,6 +115,7 @@ struct rr {
 	_Atomic bool eof;           /* receiver done: filled is final */
 	_Atomic int stop;           /* enum rr_stop, first reason wins */
 	_Atomic uint64_t ring_max;  /* max unwritten bytes in the ring */
+	_Atomic uint32_t learned_frame; /* VDIF frame / UDP datagram size seen */
 	int data_efd, space_efd, aio_efd;
 
 	/* receiver statistics; loss_pub is the committer's copy */
@@ -402,7 +403,8 @@ static void rcv_stream(struct rr *r)
 			tmpl_ok = true;
 		if (r->fmt_vdif) {
 			rcv_vdif_scan(r, &vs, filled);
-			r->frame_size = vs.t.frame_size; /* learned: stored at create */
+			if (vs.t.frame_size && !atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
+				atomic_store(&r->learned_frame, vs.t.frame_size); /* stored at create */
 		}
 		rcv_publish(r, old, filled);
 	}
@@ -459,8 +461,8 @@ static void rcv_udp(struct rr *r)
 			}
 		}
 		const uint32_t P = r->packet_size;
-		if (r->fmt_vdif)
-			r->frame_size = P; /* stored at create, after the first publish */
+		if (r->fmt_vdif && !atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
+			atomic_store(&r->learned_frame, P); /* stored at create */
 		uint64_t room = rr_ring_free(r, filled) / P;
 		unsigned nm = room < RR_BATCH ? (unsigned)room : RR_BATCH;
 		if (nm && budget < (uint64_t)nm * P) /* the last datagram of --size */
@@ -650,7 +652,8 @@ static void rr_progress(struct rr *r, bool final)
 		return;
 	uint64_t now = rr_mono_ns();
 	uint64_t bytes = atomic_load(&r->done_bytes);
-	double secs = (double)(now - (r->t_first ? r->t_first : r->t_start)) * 1e-9;
+	uint64_t t0 = atomic_load_explicit(&r->created, memory_order_acquire) ? r->t_first : r->t_start;
+	double secs = (double)(now - t0) * 1e-9;
 	uint64_t filled = atomic_load(&r->filled), rel = atomic_load(&r->released);
 	char b1[32], b2[32], b3[32], b4[32];
 	pthread_mutex_lock(&r->loss_lock);
@@ -683,7 +686,8 @@ static void *cm_main(void *arg)
 			break;
 		pthread_mutex_unlock(&r->cm_lock);
 		uint64_t now = rr_mono_ns();
-		if (now >= next_commit && r->created && !r->cm_err) {
+		if (now >= next_commit && atomic_load_explicit(&r->created, memory_order_acquire) &&
+		    !r->cm_err) {
 			/* whole chunks only: a written partial last chunk is
 			 * left to the seal, which knows the exact length */
 			uint64_t len = atomic_load(&r->done_bytes) / r->chunk * r->chunk;
@@ -718,15 +722,16 @@ struct wr_slot {
 /* Create the recording once the first byte is in the ring. */
 static int wr_create(struct rr *r)
 {
+	uint32_t learned = atomic_load(&r->learned_frame);
 	struct recfs_input in = { .format = r->fmt_vdif ? RECFS_FMT_VDIF : RECFS_FMT_RAW,
-				  .frame_size = r->frame_size };
+				  .frame_size = learned ? learned : r->frame_size };
 	if (r->in_kind == RR_IN_UDP && !r->fmt_vdif)
 		in.frame_size = r->packet_size;
 	snprintf(in.source, sizeof(in.source), "%s", r->input_spec);
 	int err = recfs_rec_create(r->p, r->name, &in, 0, &r->rec);
 	if (err)
 		return err;
-	r->created = true;
+	atomic_store_explicit(&r->created, true, memory_order_release);
 	uint64_t lim = atomic_load(&r->limit);
 	if (r->rec.alloc_len < lim) {
 		atomic_store(&r->limit_is_alloc, true);
@@ -771,7 +776,7 @@ static int64_t wr_run(struct rr *r)
 	int64_t ret = -1;
 
 	/* wait for the first byte */
-	while (!r->created) {
+	while (!atomic_load(&r->created)) {
 		uint64_t f = atomic_load_explicit(&r->filled, memory_order_acquire);
 		if (f > 0) {
 			r->t_first = rr_mono_ns();
@@ -791,6 +796,10 @@ static int64_t wr_run(struct rr *r)
 		if (poll(&pf, 1, 100) > 0)
 			rr_drain(r->data_efd);
 	}
+
+	/* the committer rewrites r->rec; the writer keeps its own copy of
+	 * what never changes while recording */
+	const uint64_t ext_start = r->rec.ext_start, alloc_len = r->rec.alloc_len, uid = r->rec.uid;
 
 	int err = io_setup((int)cap, &ctx);
 	if (err) {
@@ -819,8 +828,8 @@ static int64_t wr_run(struct rr *r)
 		bool eof = atomic_load_explicit(&r->eof, memory_order_acquire);
 		if (eof) /* eof is stored after the last filled: reread */
 			f = atomic_load_explicit(&r->filled, memory_order_acquire);
-		if (f > r->rec.alloc_len) {
-			f = r->rec.alloc_len;
+		if (f > alloc_len) {
+			f = alloc_len;
 			rr_set_stop(r, RR_STOP_FULL);
 		}
 		uint64_t ready = eof ? (f + cs - 1) / cs : f / cs;
@@ -830,7 +839,7 @@ static int64_t wr_run(struct rr *r)
 		while (!failed && next < ready && total_inflight < cap) {
 			uint64_t lo;
 			unsigned m;
-			recfs_map(r->g, r->rec.ext_start + next * cs, &m, &lo);
+			recfs_map(r->g, ext_start + next * cs, &m, &lo);
 			if (inflight[m] >= r->qd)
 				break;
 			struct wr_slot *sl = &slots[next % r->nslots];
@@ -882,7 +891,7 @@ static int64_t wr_run(struct rr *r)
 		for (uint64_t k = first_new; k < next; k++) {
 			struct wr_slot *sl = &slots[k % r->nslots];
 			const uint8_t *buf = r->ring + (k % r->nslots) * cs;
-			if (wr_csum_push(r, k, recfs_chunk_csum(r->rec.uid, k, buf, sl->dlen)) && !failed) {
+			if (wr_csum_push(r, k, recfs_chunk_csum(uid, k, buf, sl->dlen)) && !failed) {
 				r->err_member = -1;
 				r->err_errno = ENOMEM;
 				rr_set_stop(r, RR_STOP_IOERR);
@@ -1101,7 +1110,9 @@ static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop wh
 		(unsigned long long)l->dropped, (unsigned long long)r->kernel_dropped);
 	fprintf(f, "  \"vdif\": {\"frame_size\": %u, \"frames_lost\": %llu, \"out_of_order\": %llu, "
 		"\"invalid\": %llu, \"gaps_coalesced\": %s, \"gaps\": [",
-		r->fmt_vdif ? r->frame_size : 0, (unsigned long long)l->frames_lost,
+		r->fmt_vdif ? (atomic_load(&r->learned_frame) ? atomic_load(&r->learned_frame)
+							  : r->frame_size) : 0,
+		(unsigned long long)l->frames_lost,
 		(unsigned long long)l->out_of_order, (unsigned long long)l->invalid,
 		(l->gap_flags & RECFS_GAPS_COALESCED) ? "true" : "false");
 	for (uint32_t i = 0; i < r->rec.loss.gap_count; i++)
