@@ -41,6 +41,8 @@ MPID=""
 cleanup() {
 	mountpoint -q "$DIR/mnt" && fusermount3 -u "$DIR/mnt"
 	[ -n "$MPID" ] && wait "$MPID" 2>/dev/null
+	[ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null
+	for l in "${LOOPS[@]}"; do losetup -d "$l"; done
 	rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -122,6 +124,7 @@ row() { # label tool mount-options...: REPEAT x (raw, then a fresh mount)
 		$(($(median "${raws[@]}") / 1000000)) "$(median "${pcts[@]}")" "$(median "${cpus[@]}")" "$each"
 }
 
+if [ -z "${ONLY_DISK_BOUND:-}" ]; then
 RAW1=$(fio_bw --direct=1 --rw=read --bs="$CHUNK_B" --size=$PER --name=m0 --filename="$DIR/m0.img")
 echo "raw, member 0 alone: $((RAW1 / 1000000)) MB/s"
 row "mount: dd bs=1M (defaults)" dd
@@ -149,7 +152,88 @@ for ((r = 0; r < 2 * REPEAT - 1; r++)); do
 done
 v=$(median "${vb[@]}") n=$(median "${nb[@]}")
 echo "checksum checking: dd verify $((v / 1000000)) MB/s, noverify $((n / 1000000)) MB/s (medians of $((2 * REPEAT - 1)) alternated runs): verify is $((v * 1000 / n / 10)).$((v * 1000 / n % 10))% of noverify"
+fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+
+# A disk-bound run: each member is put behind its own loop device and
+# each loop device throttled (blkio/io cgroup) to THROTTLE_MBS, for fio
+# and for the driver alike.  So the members, not this machine's two CPUs,
+# are the limit, as with real disks, and a reader that does not keep every
+# member busy shows it.  Skipped (with a message) without loop devices or a
+# usable cgroup controller, or with THROTTLE_MBS=0.
+THROTTLE_MBS=${THROTTLE_MBS:-150}
+CG=""
+LOOPS=()
+throttle_setup() {
+	local i l dev
+	for ((i = 0; i < NMEM; i++)); do
+		l=$(losetup -f --show "$DIR/m$i.img") || return 1
+		LOOPS+=("$l")
+	done
+	if [ -d /sys/fs/cgroup/blkio ]; then
+		CG=/sys/fs/cgroup/blkio/recfs-bench.$$
+		mkdir "$CG" || return 1
+		for l in "${LOOPS[@]}"; do
+			dev=$(cat "/sys/class/block/$(basename "$l")/dev")
+			echo "$dev $((THROTTLE_MBS * 1000000))" >"$CG/blkio.throttle.read_bps_device" || return 1
+		done
+	elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw io /sys/fs/cgroup/cgroup.controllers; then
+		CG=/sys/fs/cgroup/recfs-bench.$$
+		echo +io >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
+		mkdir "$CG" || return 1
+		for l in "${LOOPS[@]}"; do
+			dev=$(cat "/sys/class/block/$(basename "$l")/dev")
+			echo "$dev rbps=$((THROTTLE_MBS * 1000000))" >"$CG/io.max" || return 1
+		done
+	else
+		return 1
+	fi
+}
+# run in the throttled cgroup; only ever called in a subshell
+in_cg() { exec bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "$@"; }
+if [ "$THROTTLE_MBS" != 0 ] && throttle_setup 2>/dev/null; then
+	PACK=$(IFS=,; echo "${LOOPS[*]}")
+	echo "disk-bound: members on ${LOOPS[*]}, each throttled to $THROTTLE_MBS MB/s (cgroup $CG)"
+	raw() {
+		(in_cg fio --output-format=json --group_reporting --direct=1 --rw=read --bs="$CHUNK_B" \
+			--size=$((SIZE_B / NMEM)) \
+			$(for l in "${LOOPS[@]}"; do echo --name=$(basename $l) --filename=$l; done)) 2>/dev/null |
+			python3 -c "import json,sys; j=json.load(sys.stdin); print(int(j['jobs'][0]['read']['bw_bytes']))"
+	}
+	mount_it() {
+		(in_cg "$BIN/recfs-mount" -f "$@" "$PACK" "$DIR/mnt" 2>>"$DIR/mount.log") &
+		MPID=$!
+		for ((i = 0; i < 400; i++)); do
+			mountpoint -q "$DIR/mnt" && return 0
+			sleep 0.01
+		done
+		echo "read.sh: mount failed: $(cat "$DIR/mount.log")" >&2
+		exit 1
+	}
+	SIZE_FULL=$SIZE_B
+	SIZE_B=$((NMEM * THROTTLE_MBS * 3000000 / 1048576 * 1048576)) # about 3 s of reading
+	[ $SIZE_B -gt $SIZE_FULL ] && SIZE_B=$SIZE_FULL
+	measure() {
+		local t0 t1
+		[ "$1" = dd ] || return 1
+		t0=$(date +%s%N)
+		dd if="$DIR/mnt/big" of=/dev/null bs=1M count=$((SIZE_B >> 20)) status=none || return 1
+		t1=$(date +%s%N)
+		echo $((SIZE_B * 1000000000 / (t1 - t0)))
+	}
+	row "disk-bound: dd (defaults)" dd
+	row "disk-bound: dd, -o noverify" dd -o noverify
+	row "disk-bound: dd, -o direct_io" dd -o direct_io
+	row "disk-bound: dd, -o readahead_kb=0" dd -o readahead_kb=0
+	row "disk-bound: dd, -o prefetch=0" dd -o prefetch=0
+	row "disk-bound: dd, -o prefetch=0,io_threads=0" dd -o prefetch=0,io_threads=0
+	row "disk-bound: dd, -o prefetch=0,io_threads=0,readahead_kb=0" dd -o prefetch=0,io_threads=0,readahead_kb=0
+	SIZE_B=$SIZE_FULL
+else
+	echo "disk-bound run skipped (no loop devices or usable blkio/io cgroup, or THROTTLE_MBS=0)"
+fi
+for l in "${LOOPS[@]}"; do losetup -d "$l"; done
+LOOPS=()
 
 # mount time with NREC recordings
 for ((i = 0; i < NMEM; i++)); do rm -f "$DIR/m$i.img"; done
