@@ -37,7 +37,8 @@ static void usage(FILE *out)
 		"                     sealed recordings; recordings still growing are direct)\n"
 		"     nokeep_cache    drop cached pages at every open\n"
 		"     readahead_kb=N  the mount's bdi read_ahead_kb (root; default 4096, 0: leave)\n"
-		"     prefetch=N      chunks fetched ahead of a sequential reader (default 2x members)\n"
+		"     prefetch=N      chunks fetched ahead of a sequential reader (default 2x members,\n"
+		"                     at least 4, at most 128 MiB)\n"
 		"     io_threads=N    chunk fetch threads (default 2x members, at least 4)\n"
 		"     cache_mb=N      chunk cache size (default 64)\n"
 		"     threads=N       most FUSE request threads (default 16)\n"
@@ -311,7 +312,8 @@ int main(int argc, char **argv)
 	c.reloaded_ns = rm_now();
 	c.dir_capacity = pi.dir_capacity;
 	if (c.o.prefetch == UINT_MAX) {
-		uint64_t cap = (256ull << 20) / c.g->chunk_size;
+		/* at most 128 MiB in flight ahead of a reader (2 chunks of 64 MiB) */
+		uint64_t cap = (128ull << 20) / c.g->chunk_size;
 		c.o.prefetch = 2 * c.g->members;
 		if (c.o.prefetch < 4)
 			c.o.prefetch = 4;

@@ -44,6 +44,13 @@ check "100 mount/read/unmount cycles" test $fails = 0
 check "nothing left mounted" bash -c "! mountpoint -q '$M' && ! grep -q ' $M ' /proc/mounts"
 check "no driver left running" bash -c "! grep -qaF '$M' /proc/$MOUNT_PID/cmdline 2>/dev/null"
 
+# SIGTERM to the driver unmounts and exits cleanly
+check "mount for SIGTERM" mount_pack "$PACK" "$M"
+kill -TERM "$MOUNT_PID"
+wait "$MOUNT_PID"
+check "SIGTERM: the driver exits 0" test $? = 0
+check "SIGTERM: unmounted" wait_unmounted "$M"
+
 # one mount, 1,000 open/read/close cycles: descriptors and RSS stay flat
 check "mount for the leak check" mount_pack "$PACK" "$M"
 fds() { ls "/proc/$MOUNT_PID/fd" | wc -l; }
