@@ -1,0 +1,63 @@
+#!/bin/bash
+# 37-record-stall: a member that stops accepting writes for a while (its
+# filesystem frozen with fsfreeze) does not cost a datagram: the ring
+# absorbs the pause, the maximum ring fill and the member's worst write
+# latency show it, and the recording is complete and byte-identical.
+. "$(dirname "$0")/../lib.sh"
+echo "37-record-stall: the ring absorbs a 1.5 s disk pause"
+
+if [ "$(id -u)" != 0 ] || ! command -v fsfreeze >/dev/null; then
+	fail "needs root and fsfreeze to freeze a member's filesystem"
+	finish
+	exit
+fi
+FS=$T_DIR/fs
+truncate -s 300M "$T_DIR/fs.img"
+check "ext4 image" mkfs.ext4 -q -F "$T_DIR/fs.img"
+mkdir "$FS"
+check "loop-mount it" mount -o loop "$T_DIR/fs.img" "$FS"
+cleanup_add "umount '$FS'"
+cleanup_add "fsfreeze -u '$FS'"
+truncate -s 100M "$FS/m1.img"
+truncate -s 100M "$T_DIR/m0.img"
+PACK=$T_DIR/m0.img,$FS/m1.img
+MEMBERS="$T_DIR/m0.img $FS/m1.img"
+check "mkfs: one member on the ext4" mkfs.recfs -f -q -c 256K "$PACK"
+
+free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_bound() {
+	local i
+	for ((i = 0; i < 200; i++)); do [ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ] && return 0; sleep 0.05; done
+	return 1
+}
+F=8032
+N=5000  # 40 MB at 10 MB/s: 4 s
+PORT=$(free_port)
+recfs-record -q --buffer 64M -c 0.2 -i "udp:127.0.0.1:$PORT" --format vdif --size $((F * N)) \
+	--stats-json "$T_DIR/s.json" "$PACK" stall 2>"$T_DIR/rec.err" &
+pid=$!
+cleanup_add "kill $pid"
+check "recorder bound" wait_bound "$PORT"
+recfs-play -q --gen vdif --threads 2 --size $((F * N)) --rate 10M --udp "127.0.0.1:$PORT" &
+ppid=$!
+cleanup_add "kill $ppid"
+sleep 1
+fsfreeze -f "$FS"
+sleep 1.5
+fsfreeze -u "$FS"
+wait $ppid
+wait $pid
+rc=$?
+check "recorder finished (exit $rc: $(tail -1 "$T_DIR/rec.err"))" test "$rc" = 0
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("ring max %d bytes, member 1 worst write %.2f s" % (j["ring_max_fill_bytes"], j["members"][1]["latency_max_s"]))' "$T_DIR/s.json"
+check "no datagram lost, none dropped, no frame missing; the ring held the pause; member 1 waited" python3 -c '
+import json,sys
+j=json.load(open(sys.argv[1])); d=j["datagrams"]; v=j["vdif"]
+assert d["received"]==5000 and d["dropped_ring_full"]==0 and d["dropped_kernel"]==0, d
+assert v["frames_lost"]==0, v
+assert j["ring_max_fill_bytes"] >= 10*1000*1000, j["ring_max_fill_bytes"]   # 1 s+ of 10 MB/s
+assert j["members"][1]["latency_max_s"] >= 1.0, j["members"]
+' "$T_DIR/s.json"
+run recfs-play --check vdif "$PACK" stall
+check "recording complete and verified ($OUT)" grep -q "'stall': $((F * N)) bytes, sealed, vdif: $N frames, 0 missing, 0 bad" <<<"$OUT"
+finish
