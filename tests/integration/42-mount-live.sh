@@ -30,6 +30,13 @@ for ((i = 0; i < 400; i++)); do
 done
 check "the new recording appears in the mount" test $appeared = 1
 
+# mounting while the writer holds the pack (its exclusive lock) works too
+first_pid=$MOUNT_PID
+check "a second mount while the writer runs" mount_pack "$PACK" "$T_DIR/mnt2"
+check "the second mount lists the live recording" test -e "$T_DIR/mnt2/live"
+check "unmount the second mount" unmount_pack "$T_DIR/mnt2"
+MOUNT_PID=$first_pid
+
 # a reader that follows the file to its final length
 python3 - "$M/live" "$T_DIR/src" >"$T_DIR/follow.log" 2>&1 <<'PY' &
 import os, sys, time
