@@ -66,6 +66,7 @@ cp "$RECFS_BIN/mount.recfs" "$H/"
 printf '%s %s recfs ro,uid=9,nofail,x-test 0 0\n' "$PACK" "$M" >"$T_DIR/fstab"
 if unshare -m --propagation private true 2>/dev/null; then
 	run unshare -m --propagation private bash -c "
+		trap \"mountpoint -q '$M' && umount '$M'\" EXIT
 		mount --bind '$H' /usr/sbin || exit 10
 		mount -t recfs -o uid=5 '$PACK' '$M' || exit 11
 		[ \$(stat -c %u '$M/rec') = 5 ] || exit 12
