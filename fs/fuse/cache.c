@@ -326,8 +326,10 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 					how[i] = CL_WAIT;
 			}
 		}
-		/* prefetch for a sequential reader */
-		if (c->o.prefetch && k1 == (end - 1) / cs) {
+		/* prefetch for a sequential reader: one whose request starts
+		 * within a chunk of where its last one ended (the kernel's
+		 * read-ahead requests arrive slightly out of order) */
+		if (c->o.prefetch) {
 			uint64_t last = (r->committed_len + cs - 1) / cs;
 			uint64_t prev = __atomic_load_n(&f->next_off, __ATOMIC_RELAXED);
 			if (off <= prev + cs && off + cs >= prev) {
