@@ -775,39 +775,14 @@ static int64_t wr_run(struct rr *r)
 	uint64_t next = 0, done = 0;
 	int64_t ret = -1;
 
-	/* wait for the first byte */
-	while (!atomic_load(&r->created)) {
-		uint64_t f = atomic_load_explicit(&r->filled, memory_order_acquire);
-		if (f > 0) {
-			r->t_first = rr_mono_ns();
-			int err = wr_create(r);
-			if (err) {
-				fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-				rr_set_stop(r, err == -ENOSPC ? RR_STOP_FULL : RR_STOP_IOERR);
-				r->err_errno = -err;
-				return -1;
-			}
-			break;
-		}
-		if (atomic_load_explicit(&r->eof, memory_order_acquire) &&
-		    atomic_load(&r->filled) == 0)
-			return -1;
-		struct pollfd pf = { .fd = r->data_efd, .events = POLLIN };
-		if (poll(&pf, 1, 100) > 0)
-			rr_drain(r->data_efd);
-	}
-
-	/* the committer rewrites r->rec; the writer keeps its own copy of
-	 * what never changes while recording */
-	const uint64_t ext_start = r->rec.ext_start, alloc_len = r->rec.alloc_len, uid = r->rec.uid;
-
+	/* AIO context and slots first: a failure here creates nothing */
 	int err = io_setup((int)cap, &ctx);
 	if (err) {
 		fprintf(stderr, PROG ": io_setup(%u): %s\n", cap, strerror(-err));
 		r->err_member = -1;
 		r->err_errno = -err;
 		rr_set_stop(r, RR_STOP_IOERR);
-		return 0;
+		return -1;
 	}
 	slots = calloc(r->nslots, sizeof(*slots));
 	pending = calloc(cap, sizeof(*pending));
@@ -817,9 +792,34 @@ static int64_t wr_run(struct rr *r)
 		r->err_member = -1;
 		r->err_errno = ENOMEM;
 		rr_set_stop(r, RR_STOP_IOERR);
-		ret = 0;
 		goto out_free;
 	}
+
+	/* wait for the first byte */
+	while (!atomic_load(&r->created)) {
+		uint64_t f = atomic_load_explicit(&r->filled, memory_order_acquire);
+		if (f > 0) {
+			r->t_first = rr_mono_ns();
+			int cerr = wr_create(r);
+			if (cerr) {
+				fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+				rr_set_stop(r, cerr == -ENOSPC ? RR_STOP_FULL : RR_STOP_IOERR);
+				r->err_errno = -cerr;
+				goto out_free;
+			}
+			break;
+		}
+		if (atomic_load_explicit(&r->eof, memory_order_acquire) &&
+		    atomic_load(&r->filled) == 0)
+			goto out_free;
+		struct pollfd pf = { .fd = r->data_efd, .events = POLLIN };
+		if (poll(&pf, 1, 100) > 0)
+			rr_drain(r->data_efd);
+	}
+
+	/* the committer rewrites r->rec; the writer keeps its own copy of
+	 * what never changes while recording */
+	const uint64_t ext_start = r->rec.ext_start, alloc_len = r->rec.alloc_len, uid = r->rec.uid;
 
 	bool failed = false;
 	for (;;) {
@@ -1090,9 +1090,10 @@ static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop wh
 	fprintf(f, "  \"chunk_size\": %u,\n  \"queue_depth\": %u,\n", r->chunk, r->qd);
 	fprintf(f, "  \"ring_bytes\": %llu,\n  \"ring_max_fill_bytes\": %llu,\n",
 		(unsigned long long)r->ring_size, (unsigned long long)atomic_load(&r->ring_max));
-	fprintf(f, "  \"ring_locked\": %s,\n  \"ring_hugepages\": %s,\n  \"realtime\": %s,\n",
+	fprintf(f, "  \"ring_locked\": %s,\n  \"ring_hugepages\": %s,\n"
+		"  \"realtime\": {\"receiver\": %s, \"writer\": %s},\n",
 		r->ring_locked ? "true" : "false", r->ring_huge ? "true" : "false",
-		r->rt_rcv ? "true" : "false");
+		r->rt_rcv ? "true" : "false", r->rt_wr ? "true" : "false");
 	fprintf(f, "  \"members\": [");
 	for (unsigned i = 0; r->g && i < r->g->members; i++) {
 		const struct rr_member_stat *m = &r->mst[i];
