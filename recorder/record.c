@@ -193,7 +193,9 @@ static uint64_t rr_mem_available(void)
 static int rr_ring_alloc(struct rr *r)
 {
 	uint64_t want = r->buffer;
-	uint64_t min = (uint64_t)r->chunk * r->g->members * r->qd * 2;
+	/* the default keeps two full queues of chunks; an explicit --buffer
+	 * may be smaller (fewer writes in flight), down to 2 chunks a member */
+	uint64_t min = (uint64_t)r->chunk * r->g->members * (r->buffer ? 2 : r->qd * 2);
 
 	if (!want) {
 		/* an eighth of what the machine has free, 64 MiB .. 1 GiB */
