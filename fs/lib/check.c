@@ -82,6 +82,8 @@ struct ck {
 	struct recfs_geom g;
 	uint64_t seed;
 	bool degraded;              /* member missing: nothing is written */
+	uint64_t dev_rows;          /* data rows the shortest member holds */
+	bool dev_rows_set;
 	bool cancelled, preen_stop;
 	int status;
 	/* bitmap */
@@ -572,6 +574,24 @@ static int pass1(struct ck *c)
 	}
 	c->st->members = c->sb.member_count;
 	c->st->rows = c->g.rows;
+	/* every later allocation is bounded by the metadata area: it must be
+	 * on the members (a member cut shorter than that is not checked on) */
+	for (unsigned i = 0; i < c->sb.member_count; i++) {
+		if (c->at[i] < 0)
+			continue;
+		struct ck_member *m = &c->a[c->at[i]];
+		if (m->dev->size < c->g.data_off) {
+			out(c, "%s: the metadata area (%llu bytes) does not fit on the member: check stopped",
+			    m->dev->path, (unsigned long long)c->g.data_off);
+			c->status |= RECFS_FSCK_UNCORRECTED;
+			return -EUCLEAN;
+		}
+		uint64_t rows = (m->dev->size - c->g.data_off) / c->g.chunk_size;
+		if (rows < c->dev_rows || !c->dev_rows_set) {
+			c->dev_rows = rows;
+			c->dev_rows_set = true;
+		}
+	}
 	return 0;
 }
 
@@ -1348,7 +1368,9 @@ static int slots_check(struct ck *c, struct ck_rec *e)
 	bool last_answer = false;
 	int ret = 0;
 
-	if (c->o->verify) {
+	/* expected checksums for --verify, but never more than the members'
+	 * data areas can hold (a short member's rows are unreadable anyway) */
+	if (c->o->verify && nfull <= c->dev_rows * c->g.members + 1) {
 		e->exp = calloc(nfull + 1, sizeof(*e->exp));
 		e->exp_bad = calloc(nfull + 1, 1);
 		if (!e->exp || !e->exp_bad)
