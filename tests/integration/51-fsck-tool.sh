@@ -67,7 +67,10 @@ check "--progress draws a bar with rate and ETA" grep -q "verify \[#*\] 100.0% .
 check "--verify counts the bytes" grep -q "verify: 500000 bytes checked, 0 bad chunks" <<<"$OUT"
 
 # a pack in use (a writer holds the member lock): repair refused, -n allowed
-flock "$T_DIR/m1.img" sleep 60 &
+python3 -c 'import fcntl, sys, time
+f = open(sys.argv[1], "r+")
+fcntl.flock(f, fcntl.LOCK_EX)
+time.sleep(60)' "$T_DIR/m1.img" &
 lockpid=$!
 cleanup_add "kill $lockpid"
 for _ in $(seq 50); do
@@ -78,6 +81,23 @@ expect_err "-y on a locked member" 8 "m1.img: in use" fsck.recfs -y "$PACK"
 run fsck.recfs -n "$PACK"
 check "-n beside a writer" test "$RC" = 0
 kill $lockpid 2>/dev/null
+wait $lockpid 2>/dev/null
+
+# interactive: one question per repair on the terminal (script(1) gives a pty)
+if command -v script >/dev/null; then
+	"$HELPER" bit "$PACK" 50 set
+	"$HELPER" bit "$PACK" 60 set
+	run bash -c "(printf 'n\ny\n'; sleep 1) | script -qec 'fsck.recfs $PACK' /dev/null"
+	check "interactive: one repair refused, one done: exit 5 ($RC)" test "$RC" = 5
+	run fsck.recfs -n "$PACK"
+	check "interactive: the refused leak is still there" grep -q "PR_BMP_LEAK: rows 50-50" <<<"$OUT"
+	check "interactive: the accepted one is gone" bash -c "! grep -q 'rows 60-60' <<<\"\$1\"" _ "$OUT"
+	snap=$(snapshot $MEMBERS)
+	run bash -c "(printf 'q\n'; sleep 1) | script -qec 'fsck.recfs $PACK' /dev/null"
+	check "interactive: quit is exit 32 (+4 left): $RC" test "$RC" = 36
+	expect_unchanged "interactive quit" "$snap" $MEMBERS
+	run fsck.recfs -y "$PACK"
+fi
 
 # the man page documents every problem code
 for code in $(grep -o '"PR_[A-Z_]*"' "$ROOT/fs/lib/problem.c" | tr -d '"' | sort -u); do
