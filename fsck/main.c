@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -100,6 +102,26 @@ static void fsck_progress(void *ctx, uint64_t done, uint64_t total)
 	if (done >= total)
 		fputc('\n', ui->prog);
 	fflush(ui->prog);
+}
+
+/* Does a writer hold the member (flock on files, O_EXCL on devices)? */
+static bool fsck_in_use(const struct recfs_dev *d)
+{
+	int fd;
+
+	if (d->fd < 0)
+		return false;
+	if (!d->blkdev) {
+		if (flock(d->fd, LOCK_SH | LOCK_NB) < 0)
+			return errno == EWOULDBLOCK;
+		flock(d->fd, LOCK_UN);
+		return false;
+	}
+	fd = open(d->path, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EBUSY;
+	close(fd);
+	return false;
 }
 
 static void fsck_on_signal(int sig)
@@ -202,6 +224,13 @@ int main(int argc, char **argv)
 		}
 		recfs_spec_free(paths, n);
 	}
+	/* -n beside a writer: its recordings in progress are not crashed */
+	if (o.mode == RECFS_CHECK_NO)
+		for (unsigned i = 0; i < nd && !o.live; i++)
+			o.live = fsck_in_use(devs[i]);
+	if (o.live)
+		fprintf(stderr, "fsck.recfs: the pack is in use by a writer: checking read-only, "
+				"recordings in progress are not final\n");
 	if (progress_fd >= 0 && o.verify) {
 		ui.prog = progress_fd == 2 ? stderr : progress_fd == 1 ? stdout : fdopen(progress_fd, "w");
 		o.progress = fsck_progress;

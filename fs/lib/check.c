@@ -1506,6 +1506,11 @@ static int pass5(struct ck *c)
 		flush_all(c);
 		if (e->r.state != RECFS_STATE_RECORDING)
 			continue;
+		if (c->o->live) {
+			out(c, "recording '%s' is being recorded: %llu bytes committed so far", e->r.name,
+			    (unsigned long long)e->r.committed_len);
+			continue;
+		}
 		uint64_t len = e->r.committed_len, lost = 0;
 		ret = prove(c, &e->r, e->r.committed_len / c->g.chunk_size, e->r.alloc_len, &len,
 			    &e->seal_csums, &e->nseal, &lost);

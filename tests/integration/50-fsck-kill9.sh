@@ -15,6 +15,10 @@ for round in 1 2; do
 	pid=$!
 	cleanup_add "kill -9 $pid"
 	sleep 1.$((round * 3))
+	run fsck.recfs -n "$PACK"
+	check "$name: fsck -n beside the live recorder exits 0 ($RC)" test "$RC" = 0
+	check "$name: ... and says it is being recorded" \
+		grep -q "recording '$name' is being recorded" <<<"$OUT"
 	kill -9 $pid
 	wait $pid 2>/dev/null
 	row=$(recfs ls -l "$PACK" | awk -v n="$name" '$1 == n')

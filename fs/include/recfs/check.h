@@ -45,6 +45,9 @@ struct recfs_check_opts {
 	enum recfs_check_mode mode;
 	bool verify;           /* read every committed chunk against its checksum */
 	bool verbose;          /* also print per-pass details */
+	bool live;             /* a writer holds the pack (-n beside a recorder):
+				* recordings in progress are reported as such,
+				* not as crashed */
 	/* one line of output, without its newline (stdout of fsck) */
 	void (*out)(void *ctx, const char *line);
 	/* the problem line already printed by out(); question like "Fix" */
