@@ -1967,8 +1967,10 @@ out_err:
 		c->status |= RECFS_FSCK_ERROR;
 	}
 out_free:
-	if (c->cancelled)
+	if (c->cancelled) {
+		out(c, "check cancelled: the pack holds the repairs made so far");
 		c->status |= RECFS_FSCK_CANCELLED;
+	}
 	err = c->status;
 	for (uint32_t x = 0; c->rec && x < c->nrec; x++) {
 		free(c->rec[x].seal_csums);

@@ -4,7 +4,8 @@
 # mkfs, sourced with common.sh in a private folder), `expect.1` and
 # `expect.2` (output and exit status of the first and second fsck -y runs),
 # optional `opts` (more fsck options) and `post` (checks after the runs).
-# Before the -y runs, fsck -n must leave every member byte-identical.
+# Before the -y runs, fsck -n must leave every member byte-identical, and a
+# -y run that repaired nothing (exit without bit 1) must too.
 #   tests/fsck/run.sh [CASE...]
 #   RECFS_FSCK_REGEN=1 tests/fsck/run.sh   rewrite the expect files
 . "$(dirname "$0")/../lib.sh"
@@ -34,8 +35,18 @@ for c in "${cases[@]}"; do
 	rcn=$?
 	if [ "$snap" = "$(cd "$w" && sha256sum -- *.img)" ]; then pass "$c: -n wrote nothing"; else fail "$c: -n changed a member"; fi
 	for run in 1 2; do
+		snap=$(cd "$w" && sha256sum -- *.img)
 		(cd "$w" && "$FSCK" -y $opts $args) >"$w/out.$run" 2>&1
-		echo "Exit status is $?" >>"$w/out.$run"
+		rc=$?
+		echo "Exit status is $rc" >>"$w/out.$run"
+		# a run that repaired nothing changed nothing
+		if [ $((rc & 1)) = 0 ]; then
+			if [ "$snap" = "$(cd "$w" && sha256sum -- *.img)" ]; then
+				pass "$c: run $run without repairs wrote nothing"
+			else
+				fail "$c: run $run repaired nothing but changed a member"
+			fi
+		fi
 		if [ "$regen" = 1 ]; then
 			cp "$w/out.$run" "$d/expect.$run"
 		elif diff -u "$d/expect.$run" "$w/out.$run" >"$w/diff.$run"; then
