@@ -35,6 +35,8 @@
 #define CK_VERIFY_IO (8u << 20)   /* bytes per --verify read */
 #define CK_VERIFY_WORKERS 4       /* reads in flight per member */
 #define CK_VERIFY_MEM (256u << 20) /* read buffers of all workers */
+#define CK_BAD_MAX (1u << 20)     /* bad chunks remembered (24 bytes each) */
+#define CK_BAD_LINES 20           /* bad chunks listed per recording */
 
 struct ck_member {
 	struct recfs_dev *dev;
@@ -66,10 +68,9 @@ struct ck_rec {
 
 struct ck_bad {
 	uint32_t rec;               /* position in c->rec */
+	uint32_t member;
 	uint64_t chunk;
-	unsigned member;
 	int io;                     /* 0 checksum, else -errno */
-	char why[160];
 };
 
 struct ck {
@@ -97,6 +98,7 @@ struct ck {
 	/* pass 6 */
 	struct ck_bad *bad;
 	size_t nbad, capbad;
+	uint64_t bad_unlisted;      /* beyond CK_BAD_MAX */
 	pthread_mutex_t lock;
 	pthread_cond_t done;
 	atomic_uint_fast64_t vdone;
@@ -1665,22 +1667,24 @@ struct vctx {
 static void bad_add(struct ck *c, uint32_t x, uint64_t k, unsigned member, int io)
 {
 	pthread_mutex_lock(&c->lock);
-	if (c->nbad == c->capbad) {
+	if (c->nbad == c->capbad && c->nbad < CK_BAD_MAX) {
 		size_t nc = c->capbad ? c->capbad * 2 : 64;
 		struct ck_bad *n = realloc(c->bad, nc * sizeof(*n));
-		if (!n) {
-			pthread_mutex_unlock(&c->lock);
-			return;
+		if (n) {
+			c->bad = n;
+			c->capbad = nc;
 		}
-		c->bad = n;
-		c->capbad = nc;
+	}
+	if (c->nbad == c->capbad) {
+		c->bad_unlisted++;
+		pthread_mutex_unlock(&c->lock);
+		return;
 	}
 	struct ck_bad *b = &c->bad[c->nbad++];
 	b->rec = x;
 	b->chunk = k;
 	b->member = member;
 	b->io = io;
-	snprintf(b->why, sizeof(b->why), "%s", io ? recfs_errmsg() : "");
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -1829,44 +1833,67 @@ static int pass6(struct ck *c)
 	}
 	c->st->verify_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000ull +
 			   (uint64_t)(t1.tv_nsec - t0.tv_nsec);
-	/* chunks on missing members */
-	for (uint32_t x = 0; x < c->nrec; x++) {
-		const struct recfs_rec *r = &c->rec[x].r;
-		if (c->rec[x].drop || !c->degraded)
-			continue;
-		for (uint64_t k = 0; k * c->g.chunk_size < r->committed_len; k++) {
-			unsigned mi;
-			uint64_t mo;
-			recfs_map(&c->g, r->ext_start + k * c->g.chunk_size, &mi, &mo);
-			if (c->at[mi] < 0) {
-				recfs_seterr(-ENXIO, "member missing");
-				bad_add(c, x, k, mi, -ENXIO);
-			}
-		}
-	}
 	if (c->nbad)
 		qsort(c->bad, c->nbad, sizeof(*c->bad), cmp_bad);
-	for (size_t b = 0; b < c->nbad; b++) {
+	for (size_t b = 0, listed = 0; b < c->nbad; b++) {
 		const struct ck_bad *bd = &c->bad[b];
 		const struct recfs_rec *r = &c->rec[bd->rec].r;
 		struct recfs_pctx pc = {0};
 		uint64_t end = (bd->chunk + 1) * c->g.chunk_size;
-		char mname[32];
+		char why[96];
+		if (b == 0 || bd->rec != c->bad[b - 1].rec)
+			listed = 0;
+		c->st->bad_chunks++;
+		if (listed++ == CK_BAD_LINES) {
+			size_t more = 0;
+			while (b + more < c->nbad && c->bad[b + more].rec == bd->rec)
+				more++;
+			out(c, "(and %zu more bad chunks in '%s')", more, r->name);
+			c->st->bad_chunks += more - 1;
+			b += more - 1;
+			continue;
+		}
 		if (end > r->committed_len)
 			end = r->committed_len;
 		pc.name = r->name;
 		pc.a = bd->chunk * c->g.chunk_size;
 		pc.b = end - 1;
 		pc.c = bd->chunk;
-		if (c->at[bd->member] >= 0)
-			pc.member = c->a[c->at[bd->member]].dev->path;
-		else {
-			snprintf(mname, sizeof(mname), "member %u", bd->member);
-			pc.member = mname;
-		}
-		pc.str = bd->why;
+		pc.member = c->a[c->at[bd->member]].dev->path;
+		snprintf(why, sizeof(why), "%s", strerror(-bd->io));
+		pc.str = why;
 		problem(c, bd->io ? PR_DATA_IO : PR_DATA_BAD, &pc);
-		c->st->bad_chunks++;
+	}
+	if (c->bad_unlisted) {
+		out(c, "(and %llu more bad chunks not listed)", (unsigned long long)c->bad_unlisted);
+		c->st->bad_chunks += c->bad_unlisted;
+		c->status |= RECFS_FSCK_UNCORRECTED;
+	}
+	/* chunks on missing members: one line per recording and member */
+	for (uint32_t x = 0; x < c->nrec && c->degraded; x++) {
+		const struct recfs_rec *r = &c->rec[x].r;
+		uint64_t n[RECFS_MAX_MEMBERS] = {0}, bytes[RECFS_MAX_MEMBERS] = {0};
+		if (c->rec[x].drop)
+			continue;
+		for (uint64_t k = 0; k * c->g.chunk_size < r->committed_len; k++) {
+			unsigned mi;
+			uint64_t mo, len = r->committed_len - k * c->g.chunk_size;
+			recfs_map(&c->g, r->ext_start + k * c->g.chunk_size, &mi, &mo);
+			if (c->at[mi] >= 0)
+				continue;
+			n[mi]++;
+			bytes[mi] += len < c->g.chunk_size ? len : c->g.chunk_size;
+		}
+		for (unsigned mi = 0; mi < c->g.members; mi++) {
+			struct recfs_pctx pc = {0};
+			if (!n[mi])
+				continue;
+			pc.name = r->name;
+			pc.a = n[mi];
+			pc.b = bytes[mi];
+			pc.mindex = mi;
+			problem(c, PR_DATA_MISSING, &pc);
+		}
 	}
 	return 0;
 }

@@ -117,6 +117,9 @@ const struct recfs_problem recfs_problems[] = {
 	  NULL, NOFIX, "--verify: committed data that does not match its checksum." },
 	{ PR_DATA_IO, "PR_DATA_IO", "recording '%n': bytes %a-%b (chunk %c) unreadable on %m (%s)", NULL,
 	  NOFIX, "--verify: committed data that cannot be read." },
+	{ PR_DATA_MISSING, "PR_DATA_MISSING",
+	  "recording '%n': %a chunks (%b bytes) are on missing member %i and cannot be verified",
+	  NULL, NOFIX, "--verify on an incomplete pack: what lies on the missing member." },
 	{ 0, NULL, NULL, NULL, 0, NULL },
 };
 

@@ -45,6 +45,7 @@ enum recfs_pr {
 	/* pass 6: data (--verify) */
 	PR_DATA_BAD = 601,
 	PR_DATA_IO = 602,
+	PR_DATA_MISSING = 603,
 };
 
 #endif
