@@ -1,0 +1,173 @@
+/* The checker's problem table, and "evil" packs (littlefs style): metadata
+ * overwritten with random bytes must give a clean verdict, never a crash or
+ * a hang, and one repairing run must leave nothing for a second one. */
+#include "helpers.h"
+#include "internal.h"
+#include "recfs/check.h"
+
+#define MSZ (4ull << 20)
+#define CH (64u << 10)
+
+static void test_table(void **s)
+{
+	(void)s;
+	int last = 0;
+	unsigned n = 0;
+	for (const struct recfs_problem *p = recfs_problems; p->code; p++, n++) {
+		assert_true(p->number > last); /* ascending, so unique */
+		last = p->number;
+		assert_non_null(p->msg);
+		assert_non_null(p->doc);
+		assert_true(!strncmp(p->code, "PR_", 3));
+		for (const struct recfs_problem *q = recfs_problems; q != p; q++)
+			assert_string_not_equal(p->code, q->code);
+		/* repairable problems say how; the others do not pretend */
+		assert_true(!(p->flags & RECFS_PRF_NOFIX) == (p->fix != NULL));
+		assert_ptr_equal(recfs_problem_get(p->number), p);
+	}
+	assert_true(n >= 30);
+	assert_null(recfs_problem_get(1));
+}
+
+static void test_format(void **s)
+{
+	struct recfs_pctx pc = {.member = "m0.img", .mindex = 3, .entry = 7, .name = "scan",
+				.name2 = "other", .a = 1, .b = 22, .c = 333, .d = 4444, .str = "why"};
+	char buf[200];
+	(void)s;
+
+	recfs_problem_format("%m %i %e '%n' '%N' %a %b %c %d (%s) 100%% %q", &pc, buf, sizeof(buf));
+	assert_string_equal(buf, "m0.img 3 7 'scan' 'other' 1 22 333 4444 (why) 100% %q");
+	recfs_problem_format("%m%m%m%m", &pc, buf, 10);
+	assert_string_equal(buf, "m0.imgm0.");
+}
+
+static void quiet(void *ctx, const char *line)
+{
+	(void)ctx;
+	(void)line;
+}
+
+static int check(struct recfs_fault *f, unsigned nm, enum recfs_check_mode mode)
+{
+	struct recfs_dev *d[4];
+	struct recfs_check_opts o = {.mode = mode, .verify = true, .out = quiet};
+	struct recfs_check_stats st;
+	int ret;
+
+	for (unsigned i = 0; i < nm; i++)
+		d[i] = recfs_fault_dev(f, i);
+	ret = recfs_check(d, nm, &o, &st);
+	for (unsigned i = 0; i < nm; i++)
+		recfs_dev_close(d[i]);
+	return ret;
+}
+
+static struct recfs_fault *populated(void)
+{
+	struct recfs_fault *f = tpack_new(2, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	struct recfs_appender *a;
+	uint8_t buf[5000];
+
+	recfs_fault_reboot(f);
+	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
+	for (unsigned k = 0; k < 3; k++) {
+		char name[8];
+		snprintf(name, sizeof(name), "r%u", k);
+		assert_int_equal(recfs_rec_create(p, name, NULL, 0, &r), 0);
+		assert_int_equal(recfs_appender_new(p, &r, &a), 0);
+		for (unsigned i = 0; i < 30; i++) {
+			tfill(k, i * sizeof(buf), buf, sizeof(buf));
+			assert_int_equal(recfs_append(a, buf, sizeof(buf)), 0);
+		}
+		assert_int_equal(k == 2 ? recfs_append_sync(a) : recfs_append_seal(a), 0);
+		recfs_appender_free(a);
+	}
+	recfs_pack_close(p);
+	recfs_fault_reboot(f);
+	return f;
+}
+
+static uint64_t rng(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* everything but the superblocks randomized: the check ends, repairs, and
+ * a second run has nothing left to repair */
+static void test_evil_metadata(void **s)
+{
+	(void)s;
+	for (uint64_t seed = 1; seed <= 40; seed++) {
+		struct recfs_fault *f = populated();
+		struct recfs_geom g;
+		uint64_t x = seed * 0x9E3779B97F4A7C15ull;
+		assert_int_equal(recfs_geom_compute(&g, 2, MSZ, CH, 8), 0);
+		/* a few random spans of random bytes in bitmap/directory/slots */
+		for (unsigned k = 0; k < 6; k++) {
+			unsigned m = rng(&x) & 1;
+			uint64_t off = g.bitmap_off + rng(&x) % (g.data_off - g.bitmap_off);
+			uint64_t len = 1 + rng(&x) % 64;
+			if (seed % 3 == 0)
+				len = 1 + rng(&x) % 3000; /* wide ones too */
+			uint8_t *img = recfs_fault_image(f, m);
+			for (uint64_t i = 0; i < len && off + i < g.data_off; i++)
+				img[off + i] = (uint8_t)rng(&x);
+		}
+		int r1 = check(f, 2, RECFS_CHECK_YES);
+		assert_false(r1 & RECFS_FSCK_ERROR);
+		int r2 = check(f, 2, RECFS_CHECK_YES);
+		if (r2 & (RECFS_FSCK_CORRECTED | RECFS_FSCK_ERROR))
+			fail_msg("seed %llu: second run exit %d after %d", (unsigned long long)seed, r2, r1);
+		recfs_fault_free(f);
+	}
+}
+
+/* every byte of the first MiB random (primary superblocks included) */
+static void test_evil_everything(void **s)
+{
+	(void)s;
+	for (uint64_t seed = 1; seed <= 10; seed++) {
+		struct recfs_fault *f = populated();
+		uint64_t x = seed;
+		for (unsigned m = 0; m < 2; m++) {
+			uint8_t *img = recfs_fault_image(f, m);
+			for (uint64_t i = 0; i < (1u << 20); i++)
+				img[i] = (uint8_t)rng(&x);
+		}
+		/* the backups survive: the pack is found and repaired from them */
+		int r1 = check(f, 2, RECFS_CHECK_YES);
+		int r2 = check(f, 2, RECFS_CHECK_YES);
+		if ((r1 & RECFS_FSCK_ERROR) || (r2 & (RECFS_FSCK_CORRECTED | RECFS_FSCK_ERROR)))
+			fail_msg("seed %llu: runs exit %d then %d", (unsigned long long)seed, r1, r2);
+		/* and now the backups too: no superblock, an operational error */
+		for (unsigned m = 0; m < 2; m++) {
+			uint8_t *img = recfs_fault_image(f, m);
+			for (uint64_t i = MSZ - RECFS_BLOCK; i < MSZ; i++)
+				img[i] = (uint8_t)rng(&x);
+			for (uint64_t i = 0; i < RECFS_BLOCK; i++)
+				img[i] = (uint8_t)rng(&x);
+		}
+		uint64_t w = recfs_fault_writes(f);
+		int r = check(f, 2, RECFS_CHECK_YES);
+		assert_true(r & RECFS_FSCK_ERROR);
+		assert_int_equal(recfs_fault_writes(f), w);
+		recfs_fault_free(f);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_evil_metadata),
+		cmocka_unit_test(test_evil_everything),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
