@@ -983,8 +983,8 @@ static int read_chunk(struct ck *c, const struct recfs_rec *r, uint64_t k, uint8
  * The longest prefix of r provable from chunk `from` on: while a slot has
  * len > 0 and the data matches it, extend; stop after a slot with len <
  * chunk_size.  Starts from *len (bytes already trusted); *csums gets the
- * checksums of chunks from..end-1; *lost the bytes a slot claimed that the
- * data does not match.
+ * checksums of chunks from..end-1; *lost the bytes of this recording that
+ * were durable after the first chunk that does not match (unreachable).
  */
 static int prove(struct ck *c, const struct recfs_rec *r, uint64_t from, uint64_t limit,
 		 uint64_t *len, uint64_t **csums, uint64_t *ncsums, uint64_t *lost)
@@ -1021,9 +1021,9 @@ static int prove(struct ck *c, const struct recfs_rec *r, uint64_t from, uint64_
 			}
 		}
 		if (!found || k * cs + hitlen < *len) {
-			if (k * cs + claimed > *len)
-				*lost = k * cs + claimed - *len;
-			/* what was durable past the gap is lost too */
+			/* this chunk's slot may be a deleted recording's: only
+			 * what provably belongs to this recording and was durable
+			 * past the gap is counted as lost */
 			for (uint64_t j = k + 1; j < limit / cs && claimed == cs; j++) {
 				bool more = false;
 				read_slot(c, r->ext_start / cs + j, v, ok);
