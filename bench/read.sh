@@ -28,7 +28,7 @@ DIR=${BENCH_DIR:-/var/tmp}/recfs-bench.$$
 export PATH=$BIN:$PATH
 
 for t in "$BIN/recfs-mount" "$BIN/mkfs.recfs" "$TW"; do
-	[ -x "$t" ] || { echo "read.sh: $t missing: run 'make all $BUILD/tests/recfs-testwrite'" >&2; exit 1; }
+	[ -x "$t" ] || { echo "read.sh: $t missing: run 'make all $BUILD/tests/recfs-testwrite $BUILD/tests/slowpread.so'" >&2; exit 1; }
 done
 bytes() { python3 -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$1"; }
 SIZE_B=$(bytes "$SIZE")
@@ -41,8 +41,6 @@ MPID=""
 cleanup() {
 	mountpoint -q "$DIR/mnt" && fusermount3 -u "$DIR/mnt"
 	[ -n "$MPID" ] && wait "$MPID" 2>/dev/null
-	[ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null
-	for l in "${LOOPS[@]}"; do losetup -d "$l"; done
 	rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -155,53 +153,24 @@ echo "checksum checking: dd verify $((v / 1000000)) MB/s, noverify $((n / 100000
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 
-# A disk-bound run: each member is put behind its own loop device and
-# each loop device throttled (blkio/io cgroup) to THROTTLE_MBS, for fio
-# and for the driver alike.  So the members, not this machine's two CPUs,
-# are the limit, as with real disks, and a reader that does not keep every
-# member busy shows it.  Skipped (with a message) without loop devices or a
-# usable cgroup controller, or with THROTTLE_MBS=0.
-THROTTLE_MBS=${THROTTLE_MBS:-150}
-CG=""
-LOOPS=()
-throttle_setup() {
-	local i l dev
-	for ((i = 0; i < NMEM; i++)); do
-		l=$(losetup -f --show "$DIR/m$i.img") || return 1
-		LOOPS+=("$l")
-	done
-	if [ -d /sys/fs/cgroup/blkio ]; then
-		CG=/sys/fs/cgroup/blkio/recfs-bench.$$
-		mkdir "$CG" || return 1
-		for l in "${LOOPS[@]}"; do
-			dev=$(cat "/sys/class/block/$(basename "$l")/dev")
-			echo "$dev $((THROTTLE_MBS * 1000000))" >"$CG/blkio.throttle.read_bps_device" || return 1
-		done
-	elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw io /sys/fs/cgroup/cgroup.controllers; then
-		CG=/sys/fs/cgroup/recfs-bench.$$
-		echo +io >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
-		mkdir "$CG" || return 1
-		for l in "${LOOPS[@]}"; do
-			dev=$(cat "/sys/class/block/$(basename "$l")/dev")
-			echo "$dev rbps=$((THROTTLE_MBS * 1000000))" >"$CG/io.max" || return 1
-		done
-	else
-		return 1
-	fi
-}
-# run in the throttled cgroup; only ever called in a subshell
-in_cg() { exec bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "$@"; }
-if [ "$THROTTLE_MBS" != 0 ] && throttle_setup 2>/dev/null; then
-	PACK=$(IFS=,; echo "${LOOPS[*]}")
-	echo "disk-bound: members on ${LOOPS[*]}, each throttled to $THROTTLE_MBS MB/s (cgroup $CG)"
+# A disk-bound run: fio and the driver run under tests/tools/slowpread.so,
+# which makes each member file serve one pread at a time, taking
+# SLOW_ACCESS_US (2000) plus its length at SLOW_MBS (150): a disk's access
+# time and media rate.  The members, not this machine's two CPUs, are then
+# the limit, and a reader that does not keep every member busy shows it.
+# SLOW_MBS=0 skips it.
+SLOW_MBS=${SLOW_MBS:-150}
+SLOW_ACCESS_US=${SLOW_ACCESS_US:-2000}
+SHIM=$PWD/$BUILD/tests/slowpread.so
+if [ "$SLOW_MBS" != 0 ] && [ -f "$SHIM" ]; then
+	echo "disk-bound: every member one request at a time, ${SLOW_ACCESS_US} us + ${SLOW_MBS} MB/s each ($SHIM)"
+	export SLOWPREAD_MATCH=$DIR/m SLOWPREAD_MBS=$SLOW_MBS SLOWPREAD_ACCESS_US=$SLOW_ACCESS_US
 	raw() {
-		(in_cg fio --output-format=json --group_reporting --direct=1 --rw=read --bs="$CHUNK_B" \
-			--size=$((SIZE_B / NMEM)) \
-			$(for l in "${LOOPS[@]}"; do echo --name=$(basename $l) --filename=$l; done)) 2>/dev/null |
-			python3 -c "import json,sys; j=json.load(sys.stdin); print(int(j['jobs'][0]['read']['bw_bytes']))"
+		LD_PRELOAD=$SHIM fio_bw --direct=1 --rw=read --bs="$CHUNK_B" --size=$((SIZE_B / NMEM)) \
+			$(for ((i = 0; i < NMEM; i++)); do echo --name=m$i --filename=$DIR/m$i.img; done)
 	}
 	mount_it() {
-		(in_cg "$BIN/recfs-mount" -f "$@" "$PACK" "$DIR/mnt" 2>>"$DIR/mount.log") &
+		LD_PRELOAD=$SHIM "$BIN/recfs-mount" -f "$@" "$PACK" "$DIR/mnt" 2>>"$DIR/mount.log" &
 		MPID=$!
 		for ((i = 0; i < 400; i++)); do
 			mountpoint -q "$DIR/mnt" && return 0
@@ -211,29 +180,37 @@ if [ "$THROTTLE_MBS" != 0 ] && throttle_setup 2>/dev/null; then
 		exit 1
 	}
 	SIZE_FULL=$SIZE_B
-	SIZE_B=$((NMEM * THROTTLE_MBS * 3000000 / 1048576 * 1048576)) # about 3 s of reading
+	# about 3 s of reading at the emulated aggregate rate
+	SIZE_B=$((NMEM * SLOW_MBS * 3000000 / 1048576 * 1048576))
 	[ $SIZE_B -gt $SIZE_FULL ] && SIZE_B=$SIZE_FULL
 	measure() {
 		local t0 t1
-		[ "$1" = dd ] || return 1
-		t0=$(date +%s%N)
-		dd if="$DIR/mnt/big" of=/dev/null bs=1M count=$((SIZE_B >> 20)) status=none || return 1
-		t1=$(date +%s%N)
-		echo $((SIZE_B * 1000000000 / (t1 - t0)))
+		case $1 in
+		dd)
+			t0=$(date +%s%N)
+			dd if="$DIR/mnt/big" of=/dev/null bs=1M count=$((SIZE_B >> 20)) status=none || return 1
+			t1=$(date +%s%N)
+			echo $((SIZE_B * 1000000000 / (t1 - t0)))
+			;;
+		fio1) fio_bw --name=r --filename="$DIR/mnt/big" --rw=read --bs=1M --size="$SIZE_B" --readonly ;;
+		fio4) fio_bw --name=r --filename="$DIR/mnt/big" --rw=read --bs=1M --numjobs=4 \
+			--size=$((SIZE_B / 4)) --offset_increment=$((SIZE_FULL / 4)) --readonly ;;
+		esac
 	}
 	row "disk-bound: dd (defaults)" dd
+	row "disk-bound: fio 1 reader" fio1
+	row "disk-bound: fio 4 readers" fio4
 	row "disk-bound: dd, -o noverify" dd -o noverify
 	row "disk-bound: dd, -o direct_io" dd -o direct_io
 	row "disk-bound: dd, -o readahead_kb=0" dd -o readahead_kb=0
-	row "disk-bound: dd, -o prefetch=0" dd -o prefetch=0
 	row "disk-bound: dd, -o prefetch=0,io_threads=0" dd -o prefetch=0,io_threads=0
-	row "disk-bound: dd, -o prefetch=0,io_threads=0,readahead_kb=0" dd -o prefetch=0,io_threads=0,readahead_kb=0
+	row "disk-bound: dd, prefetch=0,io_threads=0,readahead_kb=0" dd -o prefetch=0,io_threads=0,readahead_kb=0
+	row "disk-bound: dd, direct_io,prefetch=0,io_threads=0" dd -o direct_io,prefetch=0,io_threads=0
 	SIZE_B=$SIZE_FULL
+	unset SLOWPREAD_MATCH
 else
-	echo "disk-bound run skipped (no loop devices or usable blkio/io cgroup, or THROTTLE_MBS=0)"
+	echo "disk-bound run skipped ($SHIM missing, or SLOW_MBS=0)"
 fi
-for l in "${LOOPS[@]}"; do losetup -d "$l"; done
-LOOPS=()
 
 # mount time with NREC recordings
 for ((i = 0; i < NMEM; i++)); do rm -f "$DIR/m$i.img"; done

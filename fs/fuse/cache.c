@@ -394,6 +394,11 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 			iov[i].iov_base = (char *)e->buf + from;
 			iov[i].iov_len = to - from;
 			got = i + 1;
+			/* read to its end: a sequential reader is done with it
+			 * (and the page cache holds it), so it goes first when
+			 * room is needed, before chunks fetched ahead */
+			if (to == cs)
+				e->tick = 0;
 		}
 		pthread_mutex_unlock(&ca->lock);
 		if (err == -EAGAIN && attempt < 3) {

@@ -5,3 +5,10 @@ EXTRA_CHECK_DEPS += $(TEST_TOOLS)
 $(BUILD)/tests/recfs-testwrite: $(BUILD)/obj/tests/tools/recfs-testwrite.o $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)
+
+# LD_PRELOAD shim emulating disks for pread (bench/read.sh)
+TEST_TOOLS += $(BUILD)/tests/slowpread.so
+EXTRA_CHECK_DEPS += $(BUILD)/tests/slowpread.so
+$(BUILD)/tests/slowpread.so: tests/tools/slowpread.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl -lpthread
