@@ -430,6 +430,10 @@ static int pass1(struct ck *c)
 		return -EUCLEAN;
 	}
 	c->sb = c->a[best].sb[bestk];
+	/* as the encoder writes it: unused member list entries zero (a copy
+	 * with anything there disagrees, and is rewritten) */
+	memset(c->sb.member_uuids[c->sb.member_count], 0,
+	       (RECFS_MAX_MEMBERS - c->sb.member_count) * 16);
 	recfs_super_to_geom(&c->sb, &c->g);
 	c->seed = recfs_pack_seed(c->sb.pack_uuid);
 	for (unsigned i = 0; i < RECFS_MAX_MEMBERS; i++)
