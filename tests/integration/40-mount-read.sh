@@ -119,6 +119,10 @@ assert os.pread(fd, 10, size + 12345) == b"", "read far past EOF"
 os.close(fd)
 PY
 
+bdi=/sys/class/bdi/$(mountpoint -d "$M")/read_ahead_kb
+if [ -w "$bdi" ]; then
+	check "the mount's read-ahead is raised to 4096 KiB" test "$(cat "$bdi")" = 4096
+fi
 check "fio random reads verify" fio --name=rv --filename="$M/fioref" --rw=randread --bs=4k \
 	--size=8M --verify=crc32c --readonly --output="$T_DIR/fio.out"
 check "fio 4 parallel random readers verify" fio --name=rv --filename="$M/fioref" \
