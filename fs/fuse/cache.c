@@ -22,13 +22,13 @@ enum { RM_EMPTY = 0, RM_LOADING, RM_VALID };
 enum { CL_HIT, CL_FILL, CL_WAIT, CL_NONE };
 
 struct rm_chunk {
-	uint64_t uid, k;        /* key (uid 0: none) */
-	uint32_t len;           /* valid bytes when VALID */
+	uint64_t uid, k; /* key (uid 0: none) */
+	uint32_t len;    /* valid bytes when VALID */
 	int state;
-	int err;                /* fill result when it failed */
+	int err; /* fill result when it failed */
 	unsigned refs;
-	uint64_t tick;          /* last use, for LRU */
-	bool temp;              /* outside the cache: freed on last put */
+	uint64_t tick; /* last use, for LRU */
+	bool temp;     /* outside the cache: freed on last put */
 	void *buf;
 	/* what to fill it from (set by whoever queues it) */
 	struct rm_node *node;
@@ -37,8 +37,8 @@ struct rm_chunk {
 
 struct rm_cache {
 	pthread_mutex_t lock;
-	pthread_cond_t done;    /* an entry left LOADING */
-	pthread_cond_t work;    /* a job was queued */
+	pthread_cond_t done; /* an entry left LOADING */
+	pthread_cond_t work; /* a job was queued */
 	struct rm_chunk *e;
 	unsigned n;
 	uint64_t tick;
@@ -47,7 +47,7 @@ struct rm_cache {
 	pthread_t *thr;
 	unsigned nthr;
 	bool stop;
-	void *arena;            /* the entries' buffers, one mapping */
+	void *arena; /* the entries' buffers, one mapping */
 	size_t arena_len;
 	/* counters, printed at exit with RECFS_MOUNT_STATS=1 */
 	uint64_t n_fetch, n_hit, n_wait, n_temp, n_prefetch, n_requests;
@@ -106,16 +106,17 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 			n = rc < 0 ? -1 : (ssize_t)(rlen - done);
 		}
 		if (rc < 0) {
-			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": read error on member %s at %" PRIu64
-			       ": %s",
-			       r->name, start, start + want - 1, d->path, moff + done, strerror(-rc));
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64
+			       ": read error on member %s at %" PRIu64 ": %s",
+			       r->name, start, start + want - 1, d->path, moff + done,
+			       strerror(-rc));
 			return -EIO;
 		}
 		if (n == 0) {
 			if (done >= want)
 				break;
-			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": member %s ends at %" PRIu64, r->name,
-			       start, start + want - 1, d->path, moff + done);
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": member %s ends at %" PRIu64,
+			       r->name, start, start + want - 1, d->path, moff + done);
 			return -EIO;
 		}
 		done += (size_t)n;
@@ -334,13 +335,13 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 			uint64_t prev = __atomic_load_n(&f->next_off, __ATOMIC_RELAXED);
 			if (off <= prev + cs && off + cs >= prev) {
 				uint64_t j = f->ahead > k1 + 1 && f->ahead <= k1 + c->o.prefetch + 1
-						     ? f->ahead
-						     : k1 + 1;
+						 ? f->ahead
+						 : k1 + 1;
 				for (; j <= k1 + c->o.prefetch && j < last; j++) {
 					int h;
 					uint32_t need = (uint32_t)((j + 1) * cs <= r->committed_len
-									  ? cs
-									  : r->committed_len - j * cs);
+								       ? cs
+								       : r->committed_len - j * cs);
 					struct rm_chunk *e = claim(ca, r->uid, j, need, &h);
 					if (h == CL_NONE)
 						break;
@@ -450,7 +451,8 @@ int rm_cache_new(struct rm_ctx *c)
 		ca->arena = NULL;
 	} else {
 		/* align to 2 MiB, unmap the slack */
-		uintptr_t a = (uintptr_t)ca->arena, al = (a + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
+		uintptr_t a = (uintptr_t)ca->arena,
+			  al = (a + (2u << 20) - 1) & ~(uintptr_t)((2u << 20) - 1);
 		if (al > a)
 			munmap(ca->arena, al - a);
 		munmap((void *)(al + ca->arena_len), (2u << 20) - (al - a));
@@ -485,11 +487,11 @@ void rm_cache_free(struct rm_ctx *c)
 	if (!ca)
 		return;
 	if (getenv("RECFS_MOUNT_STATS"))
-		fprintf(stderr,
-			"recfs-mount: %" PRIu64 " read requests, chunk fetches %" PRIu64
-			" (%" PRIu64 " prefetched), hits %" PRIu64 ", waits %" PRIu64
-			", uncached %" PRIu64 "\n",
-			ca->n_requests, ca->n_fetch, ca->n_prefetch, ca->n_hit, ca->n_wait, ca->n_temp);
+		fprintf(
+		    stderr,
+		    "recfs-mount: %" PRIu64 " read requests, chunk fetches %" PRIu64 " (%" PRIu64
+		    " prefetched), hits %" PRIu64 ", waits %" PRIu64 ", uncached %" PRIu64 "\n",
+		    ca->n_requests, ca->n_fetch, ca->n_prefetch, ca->n_hit, ca->n_wait, ca->n_temp);
 	if (ca->thr) {
 		pthread_mutex_lock(&ca->lock);
 		ca->stop = true;
@@ -531,8 +533,8 @@ size_t rm_unreadable(struct rm_ctx *c, const struct recfs_rec *r, char *buf, siz
 			in_run = true;
 		} else if (!bad && in_run) {
 			uint64_t e = k * cs < r->committed_len ? k * cs : r->committed_len;
-			int w = snprintf(buf + used, len - used, "%" PRIu64 "-%" PRIu64 "\n", run_start,
-					 e - 1);
+			int w = snprintf(buf + used, len - used, "%" PRIu64 "-%" PRIu64 "\n",
+					 run_start, e - 1);
 			in_run = false;
 			if (w < 0 || (size_t)w >= len - used - 8) {
 				used += (size_t)snprintf(buf + used, len - used, "...\n");

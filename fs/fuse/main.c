@@ -20,36 +20,38 @@ static const char *prog = "recfs-mount";
 
 static void usage(FILE *out)
 {
-	fprintf(out,
-		"Usage: %s [-f] [-d] [-s] [-o OPTIONS] PACK MOUNTPOINT\n"
-		"       mount.recfs PACK MOUNTPOINT [-o OPTIONS]   (mount -t recfs PACK DIR)\n"
-		"Mount a recfs pack read-only: every recording is a file at the root.\n"
-		"PACK is a comma-separated list of member devices or files, in any order.\n"
-		"\n"
-		"  -f                stay in the foreground\n"
-		"  -d                debug: foreground, log every FUSE request\n"
-		"  -s                single-threaded request loop\n"
-		"  -o OPTIONS        comma-separated options:\n"
-		"     uid=N gid=N umask=OCT   owner and permission mask of every file (0444 & ~umask)\n"
-		"     noverify        do not check chunk checksums on read\n"
-		"     degraded        mount with missing members; their chunks read as EIO\n"
-		"     direct_io       bypass the page cache (default: page cache, keep_cache on\n"
-		"                     sealed recordings; recordings still growing are direct)\n"
-		"     nokeep_cache    drop cached pages at every open\n"
-		"     readahead_kb=N  the mount's bdi read_ahead_kb (root; default 4096, 0: leave)\n"
-		"     prefetch=N      chunks fetched ahead of a sequential reader (default 2x members,\n"
-		"                     at least 4, at most 128 MiB)\n"
-		"     io_threads=N    chunk fetch threads (default 2x members, at least 4)\n"
-		"     cache_mb=N      chunk cache size (default 64)\n"
-		"     threads=N       most FUSE request threads (default 16)\n"
-		"     clone_fd        one /dev/fuse descriptor per request thread\n"
-		"     max_background=N  kernel background (readahead) requests (default 32)\n"
-		"     allow_other, allow_root, default_permissions, fsname=, subtype=, auto_unmount,\n"
-		"     noexec, nosuid, nodev, noatime: passed to FUSE; ro, rw, defaults, auto, noauto,\n"
-		"     user, users, nofail, _netdev, x-*: accepted for fstab and ignored\n"
-		"  -h, --help        this help\n"
-		"  -V, --version     version\n",
-		prog);
+	fprintf(
+	    out,
+	    "Usage: %s [-f] [-d] [-s] [-o OPTIONS] PACK MOUNTPOINT\n"
+	    "       mount.recfs PACK MOUNTPOINT [-o OPTIONS]   (mount -t recfs PACK DIR)\n"
+	    "Mount a recfs pack read-only: every recording is a file at the root.\n"
+	    "PACK is a comma-separated list of member devices or files, in any order.\n"
+	    "\n"
+	    "  -f                stay in the foreground\n"
+	    "  -d                debug: foreground, log every FUSE request\n"
+	    "  -s                single-threaded request loop\n"
+	    "  -o OPTIONS        comma-separated options:\n"
+	    "     uid=N gid=N umask=OCT   owner and permission mask of every file (0444 & ~umask)\n"
+	    "     noverify        do not check chunk checksums on read\n"
+	    "     degraded        mount with missing members; their chunks read as EIO\n"
+	    "     direct_io       bypass the page cache (default: page cache, keep_cache on\n"
+	    "                     sealed recordings; recordings still growing are direct)\n"
+	    "     nokeep_cache    drop cached pages at every open\n"
+	    "     readahead_kb=N  the mount's bdi read_ahead_kb (root; default 4096, 0: leave)\n"
+	    "     prefetch=N      chunks fetched ahead of a sequential reader (default 2x "
+	    "members,\n"
+	    "                     at least 4, at most 128 MiB)\n"
+	    "     io_threads=N    chunk fetch threads (default 2x members, at least 4)\n"
+	    "     cache_mb=N      chunk cache size (default 64)\n"
+	    "     threads=N       most FUSE request threads (default 16)\n"
+	    "     clone_fd        one /dev/fuse descriptor per request thread\n"
+	    "     max_background=N  kernel background (readahead) requests (default 32)\n"
+	    "     allow_other, allow_root, default_permissions, fsname=, subtype=, auto_unmount,\n"
+	    "     noexec, nosuid, nodev, noatime: passed to FUSE; ro, rw, defaults, auto, noauto,\n"
+	    "     user, users, nofail, _netdev, x-*: accepted for fstab and ignored\n"
+	    "  -h, --help        this help\n"
+	    "  -V, --version     version\n",
+	    prog);
 }
 
 static int parse_uint(const char *v, unsigned base, unsigned long *out)
@@ -69,11 +71,15 @@ static int numopt(const char *name, const char *v, unsigned long *n, struct rm_c
 		unsigned base;
 		unsigned long lo, hi;
 	} t[] = {
-		{"uid", 10, 0, UINT_MAX},        {"gid", 10, 0, UINT_MAX},
-		{"umask", 8, 0, 0777},           {"readahead_kb", 10, 0, 1u << 20},
-		{"prefetch", 10, 0, 1024},       {"io_threads", 10, 0, 256},
-		{"cache_mb", 10, 1, 1u << 20},   {"threads", 10, 1, 1024},
-		{"max_background", 10, 1, 65535},
+	    {"uid", 10, 0, UINT_MAX},
+	    {"gid", 10, 0, UINT_MAX},
+	    {"umask", 8, 0, 0777},
+	    {"readahead_kb", 10, 0, 1u << 20},
+	    {"prefetch", 10, 0, 1024},
+	    {"io_threads", 10, 0, 256},
+	    {"cache_mb", 10, 1, 1u << 20},
+	    {"threads", 10, 1, 1024},
+	    {"max_background", 10, 1, 65535},
 	};
 	unsigned long val;
 	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -226,9 +232,9 @@ int main(int argc, char **argv)
 	struct recfs_pack_info pi;
 	int opt, rc, ret = 1, fargc = 0;
 	static const struct option longopts[] = {
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{NULL, 0, NULL, 0},
+	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
+	    {NULL, 0, NULL, 0},
 	};
 
 	memset(&c, 0, sizeof(c));
@@ -245,17 +251,14 @@ int main(int argc, char **argv)
 			else
 				c.o.foreground = true;
 			break;
-		case 'd':
-			c.o.debug = c.o.foreground = true;
-			break;
+		case 'd': c.o.debug = c.o.foreground = true; break;
 		case 's':
 			if (!helper)
 				c.o.single = true; /* helper: sloppy, ignored */
 			break;
 		case 'n':
 		case 'v':
-		case 'N':
-			break;
+		case 'N': break;
 		case 'o': {
 			char *dup = strdup(optarg);
 			if (!dup)
@@ -274,9 +277,7 @@ int main(int argc, char **argv)
 			printf("%s %s\n", prog, RECFS_VERSION_STRING);
 			ret = 0;
 			goto out;
-		default:
-			usage(stderr);
-			goto out;
+		default: usage(stderr); goto out;
 		}
 	}
 	if (argc - optind != 2) {
@@ -286,13 +287,15 @@ int main(int argc, char **argv)
 	c.spec = argv[optind];
 	c.mountpoint = realpath(argv[optind + 1], NULL);
 	if (!c.mountpoint) {
-		fprintf(stderr, "%s: mount point %s: %s\n", prog, argv[optind + 1], strerror(errno));
+		fprintf(stderr, "%s: mount point %s: %s\n", prog, argv[optind + 1],
+			strerror(errno));
 		goto out;
 	}
 	{
 		struct stat st;
 		if (stat(c.mountpoint, &st) || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "%s: mount point %s: not a directory\n", prog, c.mountpoint);
+			fprintf(stderr, "%s: mount point %s: not a directory\n", prog,
+				c.mountpoint);
 			goto out;
 		}
 	}

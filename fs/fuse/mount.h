@@ -20,9 +20,9 @@
 
 #include "recfs/recfs.h"
 
-#define RM_SLOT_PAGE 4096u            /* checksum slots loaded per read (64 KiB) */
+#define RM_SLOT_PAGE  4096u               /* checksum slots loaded per read (64 KiB) */
 #define RM_REFRESH_NS (100ull * 1000000)  /* at most one refresh per 100 ms */
-#define RM_RELOAD_NS (1000ull * 1000000)  /* directory re-read before lookups */
+#define RM_RELOAD_NS  (1000ull * 1000000) /* directory re-read before lookups */
 
 struct rm_opts {
 	uid_t uid;
@@ -30,26 +30,26 @@ struct rm_opts {
 	mode_t umask;
 	bool verify;
 	bool degraded;
-	bool direct_io;       /* FOPEN_DIRECT_IO on every open */
-	bool keep_cache;      /* FOPEN_KEEP_CACHE on sealed recordings */
+	bool direct_io;  /* FOPEN_DIRECT_IO on every open */
+	bool keep_cache; /* FOPEN_KEEP_CACHE on sealed recordings */
 	bool clone_fd;
-	bool single;          /* single-threaded session loop */
+	bool single; /* single-threaded session loop */
 	bool foreground;
 	bool debug;
-	unsigned threads;     /* max FUSE worker threads */
-	unsigned io_threads;  /* chunk fetch threads */
-	unsigned prefetch;    /* chunks fetched ahead of a sequential reader */
-	unsigned cache_mb;    /* chunk cache budget */
-	unsigned readahead_kb;  /* bdi read_ahead_kb; 0: leave */
-	unsigned max_background;  /* 0: kernel default */
+	unsigned threads;        /* max FUSE worker threads */
+	unsigned io_threads;     /* chunk fetch threads */
+	unsigned prefetch;       /* chunks fetched ahead of a sequential reader */
+	unsigned cache_mb;       /* chunk cache budget */
+	unsigned readahead_kb;   /* bdi read_ahead_kb; 0: leave */
+	unsigned max_background; /* 0: kernel default */
 };
 
 struct rm_node {
 	pthread_mutex_t lock;
-	struct recfs_rec rec;      /* copy; refreshed while RECORDING */
+	struct recfs_rec rec; /* copy; refreshed while RECORDING */
 	uint64_t refreshed_ns;
-	bool gone;                 /* deleted (or index reused) since lookup */
-	bool reused;               /* index held another recording before */
+	bool gone;   /* deleted (or index reused) since lookup */
+	bool reused; /* index held another recording before */
 	/* checksum slots in pages of RM_SLOT_PAGE; page_n[i] valid slots */
 	struct recfs_slot **pages;
 	uint32_t *page_n;
@@ -59,9 +59,9 @@ struct rm_node {
 struct rm_file {
 	struct rm_node *node;
 	uint64_t uid;
-	uint64_t next_off;         /* where a sequential reader goes next */
-	uint64_t ahead;            /* first chunk not yet prefetched */
-	bool direct;               /* opened with FOPEN_DIRECT_IO */
+	uint64_t next_off; /* where a sequential reader goes next */
+	uint64_t ahead;    /* first chunk not yet prefetched */
+	bool direct;       /* opened with FOPEN_DIRECT_IO */
 };
 
 struct rm_cache;
@@ -77,7 +77,7 @@ struct rm_ctx {
 	uint64_t reloaded_ns;
 	uint64_t created_ns;
 	uint32_t dir_capacity;
-	struct rm_node **nodes;    /* by directory index */
+	struct rm_node **nodes; /* by directory index */
 	struct rm_cache *cache;
 	bool ra_set;
 };

@@ -19,9 +19,9 @@
 
 #include "mount.h"
 
-#define RM_ROOT 1
+#define RM_ROOT       1
 #define RM_INO(index) ((fuse_ino_t)(index) + 2)
-#define RM_TIMEOUT 1.0
+#define RM_TIMEOUT    1.0
 
 static bool log_stderr = true;
 
@@ -244,8 +244,7 @@ int rm_node_slot(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r,
 	*out = page[k - first];
 
 	pthread_mutex_lock(&n->lock);
-	if (n->rec.uid == r->uid && slot_pages_grow(n, pi) == 0 &&
-	    n->page_n[pi] < last - first) {
+	if (n->rec.uid == r->uid && slot_pages_grow(n, pi) == 0 && n->page_n[pi] < last - first) {
 		free(n->pages[pi]);
 		n->pages[pi] = page;
 		n->page_n[pi] = (uint32_t)(last - first);
@@ -449,8 +448,7 @@ static void rm_erofs_name(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, EROFS);
 }
 
-static void rm_erofs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-			     const char *name)
+static void rm_erofs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
 	fuse_reply_err(req, EROFS);
 }
@@ -461,14 +459,13 @@ static void rm_erofs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, EROFS);
 }
 
-static void rm_erofs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-			  const char *newname)
+static void rm_erofs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	fuse_reply_err(req, EROFS);
 }
 
-static void rm_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
-			   off_t off, struct fuse_file_info *fi)
+static void rm_erofs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+			   struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, EROFS);
 }
@@ -479,8 +476,8 @@ static void rm_erofs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, EROFS);
 }
 
-static void rm_erofs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-			      const char *value, size_t size, int flags)
+static void rm_erofs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			      size_t size, int flags)
 {
 	fuse_reply_err(req, EROFS);
 }
@@ -490,8 +487,8 @@ static void rm_erofs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *nam
 	fuse_reply_err(req, EROFS);
 }
 
-static void rm_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
-			       off_t length, struct fuse_file_info *fi)
+static void rm_erofs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			       struct fuse_file_info *fi)
 {
 	fuse_reply_err(req, EROFS);
 }
@@ -638,7 +635,8 @@ static void rm_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			break;
 		st.st_ino = RM_INO(r.index);
 		st.st_mode = S_IFREG;
-		l = fuse_add_direntry(req, buf + used, size - used, r.name, &st, (off_t)r.index + 3);
+		l = fuse_add_direntry(req, buf + used, size - used, r.name, &st,
+				      (off_t)r.index + 3);
 		if (l > size - used)
 			break;
 		used += l;
@@ -681,9 +679,10 @@ static void rm_statfs(fuse_req_t req, fuse_ino_t ino)
 #define XP "user.recfs."
 
 static const char *const xattr_names[] = {
-	"uid",    "state",      "sealed",   "start",        "end",     "rate",
-	"format", "frame_size", "source",   "packets",      "wrong_size", "dropped",
-	"frames_lost", "out_of_order", "invalid", "gaps", "gaps_coalesced", "unreadable",
+    "uid",        "state",          "sealed",      "start",        "end",
+    "rate",       "format",         "frame_size",  "source",       "packets",
+    "wrong_size", "dropped",        "frames_lost", "out_of_order", "invalid",
+    "gaps",       "gaps_coalesced", "unreadable",
 };
 #define N_XATTR (sizeof(xattr_names) / sizeof(xattr_names[0]))
 
@@ -697,8 +696,8 @@ static bool pack_degraded(struct rm_ctx *c)
 
 /* The value of user.recfs.<name> into buf (not NUL-terminated); length,
  * or -ENODATA. */
-static ssize_t xattr_value(struct rm_ctx *c, const struct recfs_rec *r, const char *name,
-			   char *buf, size_t len)
+static ssize_t xattr_value(struct rm_ctx *c, const struct recfs_rec *r, const char *name, char *buf,
+			   size_t len)
 {
 	const struct recfs_loss *l = &r->loss;
 	char t[64];
@@ -721,7 +720,7 @@ static ssize_t xattr_value(struct rm_ctx *c, const struct recfs_rec *r, const ch
 		w = snprintf(buf, len, "%.0f B/s (%.3f Gbit/s)", bps, bps * 8 / 1e9);
 	} else if (!strcmp(name, "format"))
 		w = snprintf(buf, len, "%s",
-			     r->input.format == RECFS_FMT_VDIF ? "vdif"
+			     r->input.format == RECFS_FMT_VDIF  ? "vdif"
 			     : r->input.format == RECFS_FMT_RAW ? "raw"
 								: "unknown");
 	else if (!strcmp(name, "frame_size"))
@@ -814,7 +813,8 @@ static void rm_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 			if (!strcmp(xattr_names[i], "unreadable") && !degraded)
 				continue;
 			used += (size_t)snprintf(buf + used, sizeof(buf) - used, XP "%s",
-						 xattr_names[i]) + 1;
+						 xattr_names[i]) +
+				1;
 		}
 	}
 	if (size == 0)
@@ -826,30 +826,30 @@ static void rm_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 }
 
 const struct fuse_lowlevel_ops rm_ops = {
-	.init = rm_init,
-	.lookup = rm_lookup,
-	.forget = rm_forget,
-	.forget_multi = rm_forget_multi,
-	.getattr = rm_getattr,
-	.setattr = rm_erofs_setattr,
-	.mknod = rm_erofs_mknod,
-	.mkdir = rm_erofs_mkdir,
-	.unlink = rm_erofs_name,
-	.rmdir = rm_erofs_name,
-	.symlink = rm_erofs_symlink,
-	.rename = rm_erofs_rename,
-	.link = rm_erofs_link,
-	.open = rm_open,
-	.read = rm_read_op,
-	.write = rm_erofs_write,
-	.release = rm_release,
-	.opendir = rm_opendir,
-	.readdir = rm_readdir,
-	.statfs = rm_statfs,
-	.setxattr = rm_erofs_setxattr,
-	.getxattr = rm_getxattr,
-	.listxattr = rm_listxattr,
-	.removexattr = rm_erofs_removexattr,
-	.create = rm_erofs_create,
-	.fallocate = rm_erofs_fallocate,
+    .init = rm_init,
+    .lookup = rm_lookup,
+    .forget = rm_forget,
+    .forget_multi = rm_forget_multi,
+    .getattr = rm_getattr,
+    .setattr = rm_erofs_setattr,
+    .mknod = rm_erofs_mknod,
+    .mkdir = rm_erofs_mkdir,
+    .unlink = rm_erofs_name,
+    .rmdir = rm_erofs_name,
+    .symlink = rm_erofs_symlink,
+    .rename = rm_erofs_rename,
+    .link = rm_erofs_link,
+    .open = rm_open,
+    .read = rm_read_op,
+    .write = rm_erofs_write,
+    .release = rm_release,
+    .opendir = rm_opendir,
+    .readdir = rm_readdir,
+    .statfs = rm_statfs,
+    .setxattr = rm_erofs_setxattr,
+    .getxattr = rm_getxattr,
+    .listxattr = rm_listxattr,
+    .removexattr = rm_erofs_removexattr,
+    .create = rm_erofs_create,
+    .fallocate = rm_erofs_fallocate,
 };

@@ -81,13 +81,19 @@ static int many(struct recfs_pack *p, const char *prefix, uint64_t count, uint64
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{"open", no_argument, NULL, 'o'},        {"sync-every", required_argument, NULL, 's'},
-		{"pace-ms", required_argument, NULL, 'p'}, {"size-hint", required_argument, NULL, 'z'},
-		{"source", required_argument, NULL, 'S'}, {"vdif", required_argument, NULL, 'v'},
-		{"packets", required_argument, NULL, 'P'}, {"dropped", required_argument, NULL, 'D'},
-		{"frames-lost", required_argument, NULL, 'F'}, {"gap", required_argument, NULL, 'g'},
-		{"many", required_argument, NULL, 'm'},  {"bytes", required_argument, NULL, 'b'},
-		{NULL, 0, NULL, 0},
+	    {"open", no_argument, NULL, 'o'},
+	    {"sync-every", required_argument, NULL, 's'},
+	    {"pace-ms", required_argument, NULL, 'p'},
+	    {"size-hint", required_argument, NULL, 'z'},
+	    {"source", required_argument, NULL, 'S'},
+	    {"vdif", required_argument, NULL, 'v'},
+	    {"packets", required_argument, NULL, 'P'},
+	    {"dropped", required_argument, NULL, 'D'},
+	    {"frames-lost", required_argument, NULL, 'F'},
+	    {"gap", required_argument, NULL, 'g'},
+	    {"many", required_argument, NULL, 'm'},
+	    {"bytes", required_argument, NULL, 'b'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct recfs_input in = {.format = RECFS_FMT_RAW};
 	struct recfs_loss loss;
@@ -102,9 +108,15 @@ int main(int argc, char **argv)
 		case 'o': open_end = true; break;
 		case 's': sync_every = num(optarg); break;
 		case 'p': pace = (unsigned)num(optarg); break;
-		case 'z': hint = num(optarg); have_hint = true; break;
+		case 'z':
+			hint = num(optarg);
+			have_hint = true;
+			break;
 		case 'S': snprintf(in.source, sizeof(in.source), "%s", optarg); break;
-		case 'v': in.format = RECFS_FMT_VDIF; in.frame_size = (uint32_t)num(optarg); break;
+		case 'v':
+			in.format = RECFS_FMT_VDIF;
+			in.frame_size = (uint32_t)num(optarg);
+			break;
 		case 'P': loss.packets = num(optarg); break;
 		case 'D': loss.dropped = num(optarg); break;
 		case 'F': loss.frames_lost = num(optarg); break;
@@ -121,7 +133,9 @@ int main(int argc, char **argv)
 		case 'm': nmany = num(optarg); break;
 		case 'b': bytes = num(optarg); break;
 		default:
-			fprintf(stderr, "usage: %s [OPTIONS] PACK NAME FILE|- | --many N PACK PREFIX\n", prog);
+			fprintf(stderr,
+				"usage: %s [OPTIONS] PACK NAME FILE|- | --many N PACK PREFIX\n",
+				prog);
 			return 2;
 		}
 	}
@@ -166,7 +180,8 @@ int main(int argc, char **argv)
 		die(name);
 	if (recfs_appender_new(p, &r, &a))
 		die(name);
-	while ((n = fread(buf, 1, sync_every && sync_every < bufsz ? sync_every : bufsz, src)) > 0) {
+	while ((n = fread(buf, 1, sync_every && sync_every < bufsz ? sync_every : bufsz, src)) >
+	       0) {
 		if (recfs_append(a, buf, n))
 			die(name);
 		since += n;

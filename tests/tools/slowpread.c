@@ -2,10 +2,10 @@
 /*
  * slowpread.so: an LD_PRELOAD shim that makes regular files whose path
  * contains $SLOWPREAD_MATCH behave like disks for pread(): one request at a
- * time per file, served in arrival order (a spindle and its queue), each taking $SLOWPREAD_ACCESS_US plus its
- * length at $SLOWPREAD_MBS.  bench/read.sh runs fio and recfs-mount under
- * it, so "raw" and "through the mount" see the same emulated members and
- * a reader that does not keep every member busy shows it.
+ * time per file, served in arrival order (a spindle and its queue), each taking
+ * $SLOWPREAD_ACCESS_US plus its length at $SLOWPREAD_MBS.  bench/read.sh runs fio and recfs-mount
+ * under it, so "raw" and "through the mount" see the same emulated members and a reader that does
+ * not keep every member busy shows it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -26,7 +26,7 @@ struct member {
 	ino_t ino;
 	pthread_mutex_t lock;
 	pthread_cond_t turn;
-	uint64_t next, serving;  /* a FIFO queue, as a disk's */
+	uint64_t next, serving; /* a FIFO queue, as a disk's */
 };
 
 static ssize_t (*real_pread)(int, void *, size_t, off_t);
@@ -40,7 +40,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void init(void)
 {
 	const char *a = getenv("SLOWPREAD_ACCESS_US"), *r = getenv("SLOWPREAD_MBS");
-	real_pread = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread64");
+	real_pread = (ssize_t(*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread64");
 	match = getenv("SLOWPREAD_MATCH");
 	if (a)
 		access_us = atof(a);
@@ -117,7 +117,8 @@ ssize_t pread64(int fd, void *buf, size_t len, off_t off)
 	busy = access_us + (double)len / mbs; /* MB/s == bytes/us */
 	while (now_us() - t0 < busy) {
 		double left = busy - (now_us() - t0);
-		struct timespec ts = {(time_t)(left / 1e6), (long)((left - (double)(time_t)(left / 1e6) * 1e6) * 1e3)};
+		struct timespec ts = {(time_t)(left / 1e6),
+				      (long)((left - (double)(time_t)(left / 1e6) * 1e6) * 1e3)};
 		nanosleep(&ts, NULL);
 	}
 	pthread_mutex_lock(&m->lock);
