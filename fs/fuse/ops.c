@@ -349,6 +349,17 @@ static void set_readahead(struct rm_ctx *c)
 	fclose(f);
 }
 
+/* Under c->meta: re-read the directory.  A read that raced the writer's
+ * metadata update can fail its checksums (and leaves the directory empty):
+ * try again once. */
+static int pack_reload(struct rm_ctx *c)
+{
+	c->reloaded_ns = rm_now();
+	if (recfs_pack_reload(c->p) == 0)
+		return 0;
+	return recfs_pack_reload(c->p);
+}
+
 static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct rm_ctx *c = ctx_of(req);
@@ -366,13 +377,11 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	 * before answering (a deleted recording disappears), and on a miss
 	 * at most every 100 ms (a recording started since appears). */
 	if (rm_now() - c->reloaded_ns >= RM_RELOAD_NS) {
-		c->reloaded_ns = rm_now();
-		recfs_pack_reload(c->p);
+		pack_reload(c);
 	}
 	rc = recfs_rec_lookup(c->p, name, &r);
 	if (rc == -ENOENT && rm_now() - c->reloaded_ns >= RM_REFRESH_NS) {
-		c->reloaded_ns = rm_now();
-		if (recfs_pack_reload(c->p) == 0)
+		if (pack_reload(c) == 0)
 			rc = recfs_rec_lookup(c->p, name, &r);
 	}
 	if (rc == 0)
@@ -624,8 +633,7 @@ static void rm_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	pthread_mutex_lock(&c->meta);
 	if (off == 0 && rm_now() - c->reloaded_ns >= RM_REFRESH_NS) {
-		c->reloaded_ns = rm_now();
-		recfs_pack_reload(c->p);
+		pack_reload(c);
 	}
 	idx = off >= 2 ? (uint32_t)(off - 2) : 0;
 	for (;; idx++) {
