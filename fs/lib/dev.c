@@ -137,6 +137,13 @@ int recfs_dev_open(const char *path, unsigned flags, struct recfs_dev **out)
 		d->size = sz;
 		if (ioctl(fd, BLKSSZGET, &ss) == 0 && ss > 0)
 			d->lbs = (uint32_t)ss < RECFS_BLOCK ? RECFS_BLOCK : (uint32_t)ss;
+		if (d->lbs > RECFS_BLOCK) {
+			err = recfs_seterr(-EINVAL,
+					   "%s: logical block size %u is larger than recfs's %u-byte metadata blocks",
+					   path, d->lbs, RECFS_BLOCK);
+			recfs_dev_close(d);
+			return err;
+		}
 	} else {
 		d->size = (uint64_t)st.st_size;
 	}

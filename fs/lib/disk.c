@@ -57,7 +57,8 @@ int recfs_geom_compute(struct recfs_geom *g, uint32_t members, uint64_t member_s
 	g->bitmap_off = RECFS_BLOCK;
 	g->bitmap_copy_size = RECFS_BLOCK + RECFS_ALIGN_UP((rows_max + 7) / 8, RECFS_BLOCK);
 	g->dir_off = g->bitmap_off + 2 * g->bitmap_copy_size;
-	g->csum_off = g->dir_off + (uint64_t)dir_capacity * 2 * RECFS_ENTRY_SIZE;
+	g->csum_off = g->dir_off +
+		      RECFS_ALIGN_UP((uint64_t)dir_capacity * 2 * RECFS_ENTRY_SIZE, RECFS_BLOCK);
 	g->csum_size = RECFS_ALIGN_UP((uint64_t)members * rows_max * RECFS_SLOT_SIZE, RECFS_BLOCK);
 	align = chunk_size > (1u << 20) ? chunk_size : (1u << 20);
 	g->data_off = RECFS_ALIGN_UP(g->csum_off + g->csum_size, align);
@@ -120,8 +121,9 @@ int recfs_super_decode(const void *blk, struct recfs_super *s)
 	s->csum_size = le64toh(d->csum_size);
 	s->data_off = le64toh(d->data_off);
 	s->backup_off = le64toh(d->backup_off);
+	if (!memchr(d->label, 0, sizeof(d->label)))
+		return recfs_seterr(-EUCLEAN, "superblock label is not NUL-terminated");
 	memcpy(s->label, d->label, sizeof(d->label));
-	s->label[RECFS_LABEL_MAX] = 0;
 	memcpy(s->member_uuids, d->member_uuids, sizeof(s->member_uuids));
 	if (s->member_count < 1 || s->member_count > RECFS_MAX_MEMBERS ||
 	    s->member_index >= s->member_count)
@@ -206,7 +208,7 @@ int recfs_bitmap_decode(const void *copy, size_t copy_size, uint64_t pack_seed,
 	h->bits_csum = le64toh(d->bits_csum);
 	h->dir_hwm = le32toh(d->dir_hwm);
 	nbytes = (h->nbits + 7) / 8;
-	if (h->copy > 1 || nbytes > copy_size - RECFS_BLOCK)
+	if (h->copy > 1 || nbytes > copy_size - RECFS_BLOCK || h->seq == 0 || h->seq == UINT64_MAX)
 		return recfs_seterr(-EUCLEAN, "bitmap: header fields out of range");
 	if (h->bits_csum != XXH3_64bits_withSeed((const uint8_t *)copy + RECFS_BLOCK, nbytes, pack_seed))
 		return recfs_seterr(-EUCLEAN, "bitmap: bits checksum mismatch");
@@ -267,8 +269,9 @@ int recfs_entry_decode(const void *slot, uint64_t pack_seed, uint32_t index, str
 	nl = le16toh(d->name_len);
 	if (r->state > RECFS_STATE_SEALED)
 		return recfs_seterr(-EUCLEAN, "entry %u: unknown state %u", index, r->state);
-	if (r->seq == 0)
-		return recfs_seterr(-EUCLEAN, "entry %u: sequence 0", index);
+	if (r->seq == 0 || r->seq == UINT64_MAX)
+		return recfs_seterr(-EUCLEAN, "entry %u: sequence %llu out of range", index,
+				    (unsigned long long)r->seq);
 	if (r->state != RECFS_STATE_FREE) {
 		if (nl < 1 || nl > RECFS_NAME_MAX || memchr(d->name, 0, nl))
 			return recfs_seterr(-EUCLEAN, "entry %u: bad name length %u", index, nl);
@@ -362,28 +365,37 @@ void recfs_entry_free_init(struct recfs_rec *r, uint32_t index, uint64_t seq)
 
 void recfs_loss_add_gap(struct recfs_loss *l, uint64_t offset, uint32_t frames, uint16_t thread)
 {
-	if (l->gap_count == RECFS_GAPS_MAX) {
-		/* merge the two neighbours closest together; the merged gap starts
-		 * at the first and carries both counts */
+	struct recfs_gap g[RECFS_GAPS_MAX + 1];
+	uint32_t n = l->gap_count < RECFS_GAPS_MAX ? l->gap_count : RECFS_GAPS_MAX;
+
+	memcpy(g, l->gaps, n * sizeof(g[0]));
+	g[n].offset = offset;
+	g[n].frames = frames;
+	g[n].thread = thread;
+	n++;
+	if (n > RECFS_GAPS_MAX) {
+		/* merge the two neighbours closest together (the new gap takes
+		 * part); the merged gap keeps the first offset, the counts add */
 		uint32_t best = 0;
 		uint64_t bestd = UINT64_MAX;
-		for (uint32_t i = 0; i + 1 < l->gap_count; i++) {
-			uint64_t dd = l->gaps[i + 1].offset - l->gaps[i].offset;
+		for (uint32_t i = 0; i + 1 < n; i++) {
+			uint64_t a = g[i].offset, b = g[i + 1].offset;
+			uint64_t dd = b > a ? b - a : a - b;
 			if (dd < bestd) {
 				bestd = dd;
 				best = i;
 			}
 		}
-		l->gaps[best].frames += l->gaps[best + 1].frames;
-		if (l->gaps[best].thread != l->gaps[best + 1].thread)
-			l->gaps[best].thread = UINT16_MAX;
-		memmove(&l->gaps[best + 1], &l->gaps[best + 2],
-			(l->gap_count - best - 2) * sizeof(l->gaps[0]));
-		l->gap_count--;
+		uint64_t sum = (uint64_t)g[best].frames + g[best + 1].frames;
+		g[best].frames = sum > UINT32_MAX ? UINT32_MAX : (uint32_t)sum;
+		if (g[best].thread != g[best + 1].thread)
+			g[best].thread = UINT16_MAX;
+		if (g[best + 1].offset < g[best].offset)
+			g[best].offset = g[best + 1].offset;
+		memmove(&g[best + 1], &g[best + 2], (n - best - 2) * sizeof(g[0]));
+		n--;
 		l->gap_flags |= RECFS_GAPS_COALESCED;
 	}
-	l->gaps[l->gap_count].offset = offset;
-	l->gaps[l->gap_count].frames = frames;
-	l->gaps[l->gap_count].thread = thread;
-	l->gap_count++;
+	memcpy(l->gaps, g, n * sizeof(g[0]));
+	l->gap_count = n;
 }

@@ -90,6 +90,7 @@ struct recfs_pack {
 
 	/* directory: ent[i] non-NULL for a live entry; seq[i] newest seen */
 	struct recfs_rec **ent;
+	struct recfs_rec **bad; /* set aside at load: bad extent, duplicate name */
 	uint64_t *seq;
 	uint32_t nrec;
 	/* name hash: open addressing over indexes+1, 0 empty */

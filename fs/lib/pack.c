@@ -104,11 +104,16 @@ int recfs_bitmap_store(struct recfs_pack *p)
 void recfs_bits_from_extents(const struct recfs_pack *p, uint8_t *bits)
 {
 	for (uint32_t i = 0; i < p->dir_hwm; i++) {
-		const struct recfs_rec *r = p->ent[i];
-		if (!r)
+		/* set-aside entries keep their rows too, as far as they are sane */
+		const struct recfs_rec *r = p->ent[i] ? p->ent[i] : p->bad ? p->bad[i] : NULL;
+		if (!r || r->ext_start >= p->g.capacity)
 			continue;
-		uint64_t r0 = r->ext_start / p->g.row_bytes, n = r->alloc_len / p->g.row_bytes;
-		for (uint64_t k = r0; k < r0 + n && k < p->g.rows; k++)
+		uint64_t len = r->alloc_len < p->g.capacity - r->ext_start
+				       ? r->alloc_len
+				       : p->g.capacity - r->ext_start;
+		uint64_t r0 = r->ext_start / p->g.row_bytes;
+		uint64_t r1 = (r->ext_start + len + p->g.row_bytes - 1) / p->g.row_bytes;
+		for (uint64_t k = r0; k < r1 && k < p->g.rows; k++)
 			recfs_bit_set(bits, k);
 	}
 }
@@ -316,78 +321,114 @@ int recfs__entry_read(struct recfs_pack *p, uint32_t i, struct recfs_rec *out)
 
 static void dir_clear(struct recfs_pack *p)
 {
-	if (p->ent)
-		for (uint32_t i = 0; i < p->g.dir_capacity; i++)
+	for (uint32_t i = 0; i < p->g.dir_capacity; i++) {
+		if (p->ent) {
 			free(p->ent[i]);
-	if (p->ent)
-		memset(p->ent, 0, p->g.dir_capacity * sizeof(*p->ent));
+			p->ent[i] = NULL;
+		}
+		if (p->bad) {
+			free(p->bad[i]);
+			p->bad[i] = NULL;
+		}
+	}
 	if (p->hash)
 		memset(p->hash, 0, p->hash_size * sizeof(*p->hash));
 	p->nrec = 0;
 }
 
+/* Keep entry r at index i: live, or (unusable extent, duplicate name) set
+ * aside in p->bad so its index and rows are never handed out again. */
+static int dir_keep(struct recfs_pack *p, uint32_t i, const struct recfs_rec *r)
+{
+	struct recfs_rec *c = malloc(sizeof(*c));
+
+	if (!c)
+		return recfs_seterr(-ENOMEM, "out of memory");
+	*c = *r;
+	if (recfs__extent_ok(p, c)) {
+		p->ent[i] = c;
+		if (hash_insert(p, i) == 0) {
+			p->nrec++;
+			return 0;
+		}
+		p->ent[i] = NULL; /* duplicate name: keep the first, fsck reports */
+	}
+	p->bad[i] = c;
+	p->bad_entries++;
+	return 0;
+}
+
+/* Every entry below dir_hwm, newest valid slot over all members: a member
+ * that missed updates (a failed write, a cut) never hides a newer entry.
+ * Replicas in agreement cost a read and a peek at each slot's seq. */
 static int dir_load(struct recfs_pack *p)
 {
-	const size_t piece = 4u << 20; /* bytes per read: 2048 entries */
+	const uint32_t per = (4u << 20) / (2 * RECFS_ENTRY_SIZE); /* entries per read */
 	uint8_t *buf;
-	unsigned src = 0;
+	struct recfs_rec *best;
+	bool *have;
 	int ret = 0;
 
-	while (src < p->g.members && (!p->m[src].dev || p->m[src].failed))
-		src++;
-	buf = recfs_alloc(piece);
-	if (!buf)
-		return recfs_seterr(-ENOMEM, "out of memory");
+	buf = recfs_alloc((size_t)per * 2 * RECFS_ENTRY_SIZE);
+	best = malloc(per * sizeof(*best));
+	have = malloc(per * sizeof(*have));
+	if (!buf || !best || !have) {
+		ret = recfs_seterr(-ENOMEM, "out of memory");
+		goto out_free;
+	}
 	dir_clear(p);
-	for (uint32_t first = 0; first < p->dir_hwm;) {
-		uint32_t n = (uint32_t)(piece / (2 * RECFS_ENTRY_SIZE));
-		if (n > p->dir_hwm - first)
-			n = p->dir_hwm - first;
+	for (uint32_t first = 0; first < p->dir_hwm; first += per) {
+		uint32_t n = p->dir_hwm - first < per ? p->dir_hwm - first : per;
 		size_t len = RECFS_ALIGN_UP((size_t)n * 2 * RECFS_ENTRY_SIZE, RECFS_BLOCK);
-		int rerr = recfs_meta_read(p, src, buf, len,
-					   p->g.dir_off + (uint64_t)first * 2 * RECFS_ENTRY_SIZE);
+		uint64_t off = p->g.dir_off + (uint64_t)first * 2 * RECFS_ENTRY_SIZE;
+		unsigned readable = 0;
+		int rerr = -ENXIO;
+
+		memset(have, 0, n * sizeof(*have));
+		for (unsigned m = 0; m < p->g.members; m++) {
+			struct recfs_dev *d = p->m[m].dev;
+			if (!d || p->m[m].failed)
+				continue;
+			if ((rerr = d->ops->pread(d, buf, len, off)))
+				continue;
+			readable++;
+			for (uint32_t k = 0; k < n; k++) {
+				for (unsigned sl = 0; sl < 2; sl++) {
+					const uint8_t *slot = buf + ((size_t)k * 2 + sl) * RECFS_ENTRY_SIZE;
+					const struct recfs_disk_entry *de = (const void *)slot;
+					uint64_t seq = le64toh(de->seq);
+					struct recfs_rec r;
+					if (le32toh(de->magic) != RECFS_ENT_MAGIC || (seq & 1) != sl ||
+					    (have[k] && seq <= best[k].seq))
+						continue;
+					if (recfs_entry_decode(slot, p->pack_seed, first + k, &r))
+						continue;
+					best[k] = r;
+					have[k] = true;
+				}
+			}
+		}
+		if (!readable) {
+			ret = recfs_seterr(rerr, "directory entries %u-%u unreadable on every member: %s",
+					   first, first + n - 1, recfs_errmsg());
+			goto out_free;
+		}
 		for (uint32_t k = 0; k < n; k++) {
 			uint32_t i = first + k;
-			struct recfs_rec r;
-			int found = rerr ? 0 : pair_decode(p, buf + (size_t)k * 2 * RECFS_ENTRY_SIZE, i, &r);
-			if (!found) {
-				/* damaged here (or a create cut short): other replicas */
-				int e = recfs__entry_read(p, i, &r);
-				if (e < 0) {
-					ret = e;
-					goto out_free;
-				}
-				found = e;
-			}
-			if (!found)
+			if (!have[k])
 				continue;
-			if (r.seq > p->seq[i])
-				p->seq[i] = r.seq;
-			if (r.state == RECFS_STATE_FREE)
+			if (best[k].seq > p->seq[i])
+				p->seq[i] = best[k].seq;
+			if (best[k].state == RECFS_STATE_FREE)
 				continue;
-			if (!recfs__extent_ok(p, &r)) {
-				p->bad_entries++;
-				continue;
-			}
-			p->ent[i] = malloc(sizeof(r));
-			if (!p->ent[i]) {
-				ret = recfs_seterr(-ENOMEM, "out of memory");
+			if ((ret = dir_keep(p, i, &best[k])))
 				goto out_free;
-			}
-			*p->ent[i] = r;
-			if (hash_insert(p, i)) {
-				/* duplicate name: keep the first, fsck reports */
-				free(p->ent[i]);
-				p->ent[i] = NULL;
-				p->bad_entries++;
-				continue;
-			}
-			p->nrec++;
 		}
-		first += n;
 	}
 out_free:
 	recfs_free(buf);
+	free(best);
+	free(have);
 	return ret;
 }
 
@@ -448,6 +489,7 @@ static void pack_free(struct recfs_pack *p)
 		recfs_dev_close(p->m[i].dev);
 	dir_clear(p);
 	free(p->ent);
+	free(p->bad);
 	free(p->seq);
 	free(p->hash);
 	free(p->bits);
@@ -558,7 +600,7 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 					   p->m[idx].dev->path, devs[i]->path, idx);
 			goto out_close_devs;
 		}
-		if (devs[i]->size < p->sb.member_size && !(flags & RECFS_O_DEGRADED)) {
+		if (devs[i]->size < p->sb.member_size) {
 			err = recfs_seterr(-EUCLEAN,
 					   "%s: device is %llu bytes, smaller than the pack's member size %llu (truncated?)",
 					   devs[i]->path, (unsigned long long)devs[i]->size,
@@ -592,17 +634,20 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 	p->bits = calloc(1, bits_bytes(p) + 8);
 	p->ent = calloc(p->g.dir_capacity, sizeof(*p->ent));
 	p->seq = calloc(p->g.dir_capacity, sizeof(*p->seq));
+	p->bad = calloc(p->g.dir_capacity, sizeof(*p->bad));
 	p->hash_size = 16;
 	while (p->hash_size < 2 * p->g.dir_capacity + 2)
 		p->hash_size <<= 1;
 	p->hash = calloc(p->hash_size, sizeof(*p->hash));
-	if (!p->bits || !p->ent || !p->seq || !p->hash) {
+	if (!p->bits || !p->ent || !p->seq || !p->bad || !p->hash) {
 		err = recfs_seterr(-ENOMEM, "out of memory");
 		goto out_close_devs;
 	}
 	err = meta_load(p);
 	if (err)
 		goto out_close_devs;
+	for (unsigned i = 0; i < n; i++)
+		recfs_dev_close(devs[i]); /* members left out (degraded) */
 	free(sbs);
 	free(ok);
 	*out = p;

@@ -161,12 +161,12 @@ int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_
 	if (recfs__hash_find(p, name) >= 0)
 		return recfs_seterr(-EEXIST, "a recording named '%s' already exists", name);
 	for (idx = 0; idx < p->dir_hwm && idx < p->g.dir_capacity; idx++)
-		if (!p->ent[idx])
+		if (!p->ent[idx] && !p->bad[idx])
 			break;
 	if (idx >= p->g.dir_capacity)
 		return recfs_seterr(-ENFILE, "directory is full (%u recordings)", p->g.dir_capacity);
 	if (size_hint)
-		need = (size_hint + p->g.row_bytes - 1) / p->g.row_bytes;
+		need = size_hint / p->g.row_bytes + (size_hint % p->g.row_bytes != 0);
 	if (alloc_rows(p, need, &rs, &rn)) {
 		char b[32];
 		if (need)
@@ -379,7 +379,7 @@ int recfs_rec_delete(struct recfs_pack *p, uint32_t index, unsigned flags)
 	recfs_entry_free_init(&n, index, p->seq[index] + 1);
 	err = recfs_entry_store(p, &n);
 	if (err)
-		return err;
+		return recfs_seterr(err, "deleting '%s': %s", r->name, recfs_errmsg());
 	uint64_t r0 = r->ext_start / p->g.row_bytes, r1 = r0 + r->alloc_len / p->g.row_bytes;
 	recfs__hash_remove(p, r->name);
 	p->ent[index] = NULL;
@@ -392,8 +392,9 @@ int recfs_rec_delete(struct recfs_pack *p, uint32_t index, unsigned flags)
 }
 
 /* ------------------------------------------------------------------- reads */
-int recfs_rec_slots(struct recfs_pack *p, const struct recfs_rec *r, uint64_t first, uint64_t n,
-		    struct recfs_slot *out)
+/* Slots [first, first+n) from the first readable member at or after `member`. */
+static int slots_read(struct recfs_pack *p, const struct recfs_rec *r, uint64_t first, uint64_t n,
+		      struct recfs_slot *out, unsigned member)
 {
 	uint64_t nchunks = r->alloc_len / p->g.chunk_size;
 	uint64_t off, boff, bend;
@@ -411,7 +412,7 @@ int recfs_rec_slots(struct recfs_pack *p, const struct recfs_rec *r, uint64_t fi
 	buf = recfs_alloc(bend - boff);
 	if (!buf)
 		return recfs_seterr(-ENOMEM, "out of memory");
-	err = recfs_meta_read(p, 0, buf, bend - boff, boff);
+	err = recfs_meta_read(p, member, buf, bend - boff, boff);
 	if (!err)
 		for (uint64_t k = 0; k < n; k++) {
 			const struct recfs_disk_slot *s = (const void *)(buf + (off - boff) + k * RECFS_SLOT_SIZE);
@@ -420,6 +421,18 @@ int recfs_rec_slots(struct recfs_pack *p, const struct recfs_rec *r, uint64_t fi
 		}
 	recfs_free(buf);
 	return err;
+}
+
+int recfs_rec_slots(struct recfs_pack *p, const struct recfs_rec *r, uint64_t first, uint64_t n,
+		    struct recfs_slot *out)
+{
+	return slots_read(p, r, first, n, out, 0);
+}
+
+int recfs_rec_slots_from(struct recfs_pack *p, const struct recfs_rec *r, uint64_t first,
+			 uint64_t n, struct recfs_slot *out, unsigned member)
+{
+	return slots_read(p, r, first, n, out, member);
 }
 
 int recfs_rec_expect(struct recfs_pack *p, const struct recfs_rec *r, uint64_t c,
@@ -471,14 +484,25 @@ static int read_chunk_part(struct recfs_pack *p, const struct recfs_rec *r, uint
 				    r->name, (unsigned long long)(c * cs + off),
 				    (unsigned long long)(c * cs + off + len - 1), m, d->path);
 	if (verify) {
-		struct recfs_slot s = {0};
 		uint64_t want;
 		uint32_t wlen;
-		if (c < r->committed_len / cs && (err = recfs_rec_slots(p, r, c, 1, &s)))
-			return err;
-		if ((err = recfs_rec_expect(p, r, c, &s, &want, &wlen)))
-			return -EIO;
-		if (recfs_chunk_csum(r->uid, c, bounce, wlen) != want)
+		bool full = c < r->committed_len / cs, good = false, compared = false;
+		/* slots are replicated: a member that missed an update (a failed
+		 * write) may hold a stale one, so ask each before calling it bad */
+		for (unsigned k = 0; k < p->g.members && !good; k++) {
+			struct recfs_slot s = {0};
+			if (full && (err = slots_read(p, r, c, 1, &s, k)))
+				continue;
+			if ((err = recfs_rec_expect(p, r, c, &s, &want, &wlen)))
+				continue;
+			compared = true;
+			good = recfs_chunk_csum(r->uid, c, bounce, wlen) == want;
+			if (!full)
+				break; /* the tail's checksum is in the entry */
+		}
+		if (!good && !compared)
+			return err; /* no usable checksum slot anywhere: -EUCLEAN */
+		if (!good)
 			return recfs_seterr(-EIO, "'%s': bytes %llu-%llu (chunk %llu): checksum mismatch",
 					    r->name, (unsigned long long)(c * cs),
 					    (unsigned long long)(c * cs + clen - 1),
@@ -521,6 +545,7 @@ ssize_t recfs_rec_pread(struct recfs_pack *p, const struct recfs_rec *r, void *b
 
 /* ---------------------------------------------------------------- appender */
 struct recfs_appender {
+	int err;             /* the first error: every later call returns it */
 	struct recfs_pack *p;
 	struct recfs_rec *r;
 	uint8_t *chunk;      /* the chunk being filled */
@@ -560,6 +585,9 @@ int recfs_appender_new(struct recfs_pack *p, struct recfs_rec *r, struct recfs_a
 static int csum_put(struct recfs_appender *a, uint64_t c, uint64_t v)
 {
 	const uint64_t base = a->r->committed_len / a->p->g.chunk_size;
+	if (c < base)
+		return recfs_seterr(-EINVAL, "appender: chunk %llu is already committed",
+				    (unsigned long long)c);
 	size_t k = (size_t)(c - base);
 
 	if (k >= a->cap) {
@@ -591,6 +619,8 @@ static int write_chunk(struct recfs_appender *a)
 	memset(a->chunk + a->fill, 0, wlen - a->fill);
 	recfs_map(&p->g, a->r->ext_start + c * cs, &m, &moff);
 	struct recfs_dev *d = p->m[m].dev;
+	if (!d || p->m[m].failed)
+		return recfs_seterr(-EIO, "member %u (%s) has failed", m, d ? d->path : "missing");
 	err = d->ops->pwrite(d, a->chunk, wlen, moff);
 	if (err) {
 		p->m[m].failed = true;
@@ -605,6 +635,8 @@ int recfs_append(struct recfs_appender *a, const void *buf, size_t len)
 	const uint64_t cs = a->p->g.chunk_size;
 	const uint8_t *s = buf;
 
+	if (a->err)
+		return a->err;
 	if (len > a->r->alloc_len - a->written)
 		return recfs_seterr(-ENOSPC, "'%s': its extent is full (%llu bytes)", a->r->name,
 				    (unsigned long long)a->r->alloc_len);
@@ -620,7 +652,7 @@ int recfs_append(struct recfs_appender *a, const void *buf, size_t len)
 		if (a->fill == cs) {
 			int err = write_chunk(a);
 			if (err)
-				return err;
+				return a->err = err;
 			a->fill = 0;
 		}
 	}
@@ -633,18 +665,20 @@ int recfs_append_sync(struct recfs_appender *a)
 	struct recfs_commit c = {0};
 	int err;
 
+	if (a->err)
+		return a->err;
 	if (a->written == a->r->committed_len)
 		return 0;
 	if (a->fill) {
 		err = write_chunk(a);
 		if (err)
-			return err;
+			return a->err = err;
 	}
 	c.len = a->written;
 	c.csums = a->csums;
 	err = recfs_rec_commit(a->p, a->r, &c);
 	if (err)
-		return err;
+		return a->err = err;
 	/* keep only a partial last chunk's entry */
 	a->ncsums = 0;
 	if (a->fill)

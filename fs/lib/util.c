@@ -56,7 +56,7 @@ int recfs_parse_size(const char *s, uint64_t *out)
 	unsigned long long v;
 	uint64_t mul = 1;
 
-	if (!s || !*s || *s == '-')
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);

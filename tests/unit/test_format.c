@@ -159,6 +159,21 @@ static void test_gaps_coalesce(void **state)
 	assert_int_equal(sum, total);
 }
 
+static void test_gap_merge_new(void **state)
+{
+	struct recfs_loss l = {0};
+	(void)state;
+
+	for (unsigned i = 0; i < RECFS_GAPS_MAX; i++)
+		recfs_loss_add_gap(&l, (uint64_t)i * 1000000, 1, 0);
+	/* the 33rd lands 10 bytes after the last: it is the one merged */
+	recfs_loss_add_gap(&l, (RECFS_GAPS_MAX - 1) * 1000000ull + 10, 5, 0);
+	assert_int_equal(l.gap_count, RECFS_GAPS_MAX);
+	assert_int_equal(l.gaps[RECFS_GAPS_MAX - 1].frames, 6);
+	assert_int_equal(l.gaps[RECFS_GAPS_MAX - 2].frames, 1);
+	assert_int_equal(l.gaps[RECFS_GAPS_MAX - 1].offset, (RECFS_GAPS_MAX - 1) * 1000000ull);
+}
+
 static void test_parse_size(void **state)
 {
 	uint64_t v;
@@ -172,6 +187,8 @@ static void test_parse_size(void **state)
 	assert_int_equal(v, 12);
 	assert_int_not_equal(recfs_parse_size("12Q", &v), 0);
 	assert_int_not_equal(recfs_parse_size("-1", &v), 0);
+	assert_int_not_equal(recfs_parse_size(" -1", &v), 0);
+	assert_int_not_equal(recfs_parse_size("+5", &v), 0);
 	assert_int_not_equal(recfs_parse_size("", &v), 0);
 }
 
@@ -181,7 +198,7 @@ int main(void)
 		cmocka_unit_test(test_sizes),        cmocka_unit_test(test_super_roundtrip),
 		cmocka_unit_test(test_entry_roundtrip), cmocka_unit_test(test_names),
 		cmocka_unit_test(test_chunk_seed),   cmocka_unit_test(test_gaps_coalesce),
-		cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_parse_size),   cmocka_unit_test(test_gap_merge_new),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

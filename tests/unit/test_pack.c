@@ -275,6 +275,89 @@ static void test_replica_damage(void **state)
 	recfs_fault_free(f);
 }
 
+/* A member that missed updates after a write error is stale; reopening
+ * must still find everything the other replica holds and never reuse it. */
+static void test_stale_member(void **state)
+{
+	struct recfs_fault *f = tpack_new(2, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r, b;
+	(void)state;
+
+	recfs_fault_reboot(f);
+	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
+	struct recfs_appender *a;
+	uint8_t buf[3 * CH + 5];
+	tfill(7, 0, buf, sizeof(buf));
+	assert_int_equal(recfs_rec_create(p, "b", NULL, 4 * CH, &b), 0);
+	assert_int_equal(recfs_appender_new(p, &b, &a), 0);
+	assert_int_equal(recfs_append(a, buf, sizeof(buf)), 0);
+	assert_int_equal(recfs_append_sync(a), 0);
+	recfs_appender_free(a);
+	/* the seal's entry write fails on member 0: member 1 alone has it */
+	recfs_fault_fail_at(f, recfs_fault_writes(f) + 1);
+	assert_int_equal(recfs_rec_seal(p, &b, NULL), -EIO);
+	assert_non_null(strstr(recfs_errmsg(), "fault0"));
+	recfs_pack_close(p);
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &p), 0);
+	assert_int_equal(recfs_rec_lookup(p, "b", &r), 0);
+	assert_int_equal(r.uid, b.uid);
+	assert_int_equal(r.state, RECFS_STATE_SEALED); /* member 0's copy is older */
+	assert_int_equal(tcheck(p, &r, 7, 3 * CH + 5), 0);
+	recfs_pack_close(p);
+	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "c", 8, CH, 0, &r);
+	assert_int_not_equal(r.index, b.index);
+	assert_int_equal(recfs_rec_lookup(p, "b", &r), 0);
+	assert_int_equal(tcheck(p, &r, 7, 3 * CH + 5), 0);
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
+/* An entry the library cannot use is set aside, never overwritten. */
+static void test_bad_entry_kept(void **state)
+{
+	struct recfs_fault *f = tpack_new(1, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_pack_info pi;
+	struct recfs_rec r, x;
+	uint8_t slot[RECFS_ENTRY_SIZE];
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "x", 1, 2 * CH, 0, &x);
+	const struct recfs_geom g = *recfs_pack_geom(p);
+	const uint64_t seed = p->pack_seed;
+	recfs_pack_close(p);
+	/* a newer generation of x with an extent off the row grid */
+	x.seq++;
+	x.ext_start += 4096;
+	recfs_entry_encode(&x, seed, slot);
+	memcpy(recfs_fault_image(f, 0) + g.dir_off + ((uint64_t)x.index * 2 + (x.seq & 1)) * RECFS_ENTRY_SIZE,
+	       slot, sizeof(slot));
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	recfs_pack_info(p, &pi);
+	assert_int_equal(pi.bad_entries, 1);
+	assert_int_equal(recfs_rec_lookup(p, "x", &r), -ENOENT);
+	write_rec(p, "y", 2, CH, CH, &r);
+	assert_int_not_equal(r.index, x.index);
+	assert_true(r.ext_start >= x.ext_start + x.alloc_len); /* its rows are kept too */
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
+/* Odd directory capacities still put the checksum table on a block. */
+static void test_odd_capacity(void **state)
+{
+	struct recfs_geom g;
+	(void)state;
+	for (uint32_t cap = 1; cap < 8; cap++) {
+		assert_int_equal(recfs_geom_compute(&g, 3, MSZ, CH, cap), 0);
+		assert_int_equal(g.csum_off % RECFS_BLOCK, 0);
+		assert_true(g.csum_off >= g.dir_off + (uint64_t)cap * 2048);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -282,6 +365,8 @@ int main(void)
 		cmocka_unit_test(test_backup_superblock), cmocka_unit_test(test_directory_ops),
 		cmocka_unit_test(test_directory_full),    cmocka_unit_test(test_allocator),
 		cmocka_unit_test(test_corrupt_chunk),     cmocka_unit_test(test_replica_damage),
+		cmocka_unit_test(test_stale_member),      cmocka_unit_test(test_bad_entry_kept),
+		cmocka_unit_test(test_odd_capacity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

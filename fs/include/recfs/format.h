@@ -10,8 +10,8 @@
  *   0               superblock, primary copy (4096)
  *   bitmap_off      bitmap copy 0 (4096 header + bits, bitmap_copy_size)
  *   +copy_size      bitmap copy 1
- *   dir_off         directory: dir_capacity x 2 slots x 1024
- *   csum_off        chunk checksum table: member_count x rows x 16
+ *   dir_off         directory: dir_capacity x 2 slots x 1024 (to 4096)
+ *   csum_off        chunk checksum table: member_count x rows_max x 16
  *   data_off        data: rows x chunk_size (multiple of chunk_size)
  *   member_size-4096 superblock, backup copy
  */

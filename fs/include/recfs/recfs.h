@@ -67,7 +67,8 @@ void recfs_dev_close(struct recfs_dev *d);
 int recfs_dev_probe(struct recfs_dev *d, char *what, size_t whatlen);
 /* remove every signature libblkid finds (mkfs -f) */
 int recfs_dev_wipe(struct recfs_dev *d);
-/* is the device (or a partition of it) mounted? 1 yes, 0 no */
+/* is this block device itself mounted (per /proc/self/mountinfo)? 1 yes,
+ * 0 no or not a block device.  Other openers are caught by RECFS_DEV_EXCL. */
 int recfs_dev_mounted(const char *path);
 
 /* Split "a,b,c" into paths.  Free with recfs_spec_free. */
@@ -150,7 +151,8 @@ struct recfs_mkfs_opts {
 	uint32_t chunk_size;    /* 0: default */
 	uint32_t dir_capacity;  /* 0: default */
 	const char *label;      /* NULL: empty */
-	const uint8_t *uuid;    /* NULL: generate */
+	const uint8_t *uuid;    /* NULL: generate.  Tests only: reusing a UUID over an
+				 * old pack with it lets its stale slots validate */
 	uint64_t created_ns;    /* 0: now */
 };
 /* Write a new pack over devs (in member order).  Writes superblocks and the
@@ -213,8 +215,8 @@ int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_
  * the member devices or their fds).  csums[] are the checksums of the
  * recording's chunks first = r->committed_len / chunk_size up to
  * ceil(len / chunk_size) - 1 (the last one over len % chunk_size bytes
- * when len is not a chunk multiple).  Order: flush members, write slots,
- * flush, write entry, flush. */
+ * when len is not a chunk multiple).  Order: write slots, flush members
+ * (data and slots), write entry, flush. */
 struct recfs_commit {
 	uint64_t len;
 	const uint64_t *csums;
@@ -250,6 +252,10 @@ struct recfs_slot {
  * member whose copy reads; slots are replicated on every member). */
 int recfs_rec_slots(struct recfs_pack *p, const struct recfs_rec *r, uint64_t first, uint64_t n,
 		    struct recfs_slot *out);
+/* The same from member `member`'s replica (or the next readable one): a
+ * member that missed updates may hold stale slots. */
+int recfs_rec_slots_from(struct recfs_pack *p, const struct recfs_rec *r, uint64_t first,
+			 uint64_t n, struct recfs_slot *out, unsigned member);
 /* The checksum and length the committed data of chunk c must match. */
 int recfs_rec_expect(struct recfs_pack *p, const struct recfs_rec *r, uint64_t c,
 		     const struct recfs_slot *slot_c, uint64_t *csum, uint32_t *len);
