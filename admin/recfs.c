@@ -117,16 +117,36 @@ static int cmd_info(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------------- ls */
+/* length of the valid UTF-8 sequence at c, 0 if invalid */
+static int utf8_len(const unsigned char *c)
+{
+	int n = *c >= 0xf0 && *c <= 0xf4 ? 4 : *c >= 0xe0 ? 3 : *c >= 0xc2 && *c <= 0xdf ? 2 : 0;
+	if (*c >= 0xf5 || (*c >= 0xe0 && *c < 0xf0 && n != 3))
+		return 0;
+	for (int k = 1; k < n; k++)
+		if ((c[k] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* JSON string: valid UTF-8 passes through; control characters and bytes
+ * that are not UTF-8 are escaped as \u00XX (so those are not reversible) */
 static void json_str(const char *s)
 {
 	putchar('"');
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		int n;
 		if (*c == '"' || *c == '\\')
 			printf("\\%c", *c);
-		else if (*c < 0x20 || *c >= 0x7f)
+		else if (*c < 0x20 || *c == 0x7f)
 			printf("\\u%04x", *c);
-		else
+		else if (*c < 0x80)
 			putchar(*c);
+		else if ((n = utf8_len(c)) > 0) {
+			fwrite(c, 1, (size_t)n, stdout);
+			c += n - 1;
+		} else
+			printf("\\u%04x", *c);
 	}
 	putchar('"');
 }
@@ -229,6 +249,17 @@ static int cmd_ls(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------------- rm */
+static int add_victim(uint32_t **v, size_t *n, uint32_t index)
+{
+	uint32_t *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv)
+		return -ENOMEM;
+	nv[(*n)++] = index;
+	*v = nv;
+	return 0;
+}
+
 static int cmd_rm(int argc, char **argv)
 {
 	static const struct option lo[] = {{"force", no_argument, 0, 'f'}, {0, 0, 0, 0}};
@@ -259,14 +290,12 @@ static int cmd_rm(int argc, char **argv)
 		const char *pat = argv[a];
 		size_t before = nv;
 		if (recfs_rec_lookup(p, pat, &r) == 0) {
-			victims = realloc(victims, (nv + 1) * sizeof(*victims));
-			victims[nv++] = r.index;
+			if (add_victim(&victims, &nv, r.index))
+				goto out_nomem;
 		} else {
 			for (uint32_t i = 0; recfs_rec_next(p, &i, &r) == 0; i++)
-				if (fnmatch(pat, r.name, 0) == 0) {
-					victims = realloc(victims, (nv + 1) * sizeof(*victims));
-					victims[nv++] = r.index;
-				}
+				if (fnmatch(pat, r.name, 0) == 0 && add_victim(&victims, &nv, r.index))
+					goto out_nomem;
 		}
 		if (nv == before) {
 			die("no recording matches '%s'", pat);
@@ -290,6 +319,9 @@ static int cmd_rm(int argc, char **argv)
 		}
 	}
 	ret = 0;
+	goto out_close;
+out_nomem:
+	die("out of memory");
 out_close:
 	free(victims);
 	if (recfs_pack_close(p) && ret == 0)

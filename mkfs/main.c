@@ -39,6 +39,22 @@ __attribute__((format(printf, 2, 3))) static int die(int code, const char *fmt, 
 	return code;
 }
 
+/* The recfs magic at either superblock place, valid or not. */
+static bool has_recfs_magic(struct recfs_dev *d)
+{
+	void *blk = NULL;
+	bool found = false;
+	uint64_t offs[2] = {0, d->size / RECFS_BLOCK * RECFS_BLOCK - RECFS_BLOCK};
+
+	if (posix_memalign(&blk, RECFS_BLOCK, RECFS_BLOCK))
+		return false;
+	for (int k = 0; k < 2 && !found; k++)
+		if (d->size >= RECFS_BLOCK && d->ops->pread(d, blk, RECFS_BLOCK, offs[k]) == 0)
+			found = !memcmp(blk, RECFS_SB_MAGIC_BYTES, 8);
+	free(blk);
+	return found;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -143,6 +159,13 @@ int main(int argc, char **argv)
 			goto out_close;
 		}
 		d = devs[nd - 1];
+		/* libblkid does not know recfs: a damaged or newer recfs member */
+		if (has_recfs_magic(d)) {
+			fprintf(stderr,
+				"%s: %s holds a damaged or unsupported recfs member; use -f to overwrite\n",
+				prog, paths[i]);
+			goto out_close;
+		}
 		int found = recfs_dev_probe(d, what, sizeof(what));
 		if (found < 0) {
 			ret = die(1, "%s", recfs_errmsg());
@@ -158,10 +181,14 @@ int main(int argc, char **argv)
 		for (unsigned i = 0; i < nd; i++)
 			if (devs[i]->size < smallest)
 				smallest = devs[i]->size;
+		unsigned si = 0;
+		for (unsigned i = 0; i < nd; i++)
+			if (devs[i]->size == smallest)
+				si = i;
 		err = recfs_geom_compute(&g, nd, smallest, o.chunk_size ? o.chunk_size : RECFS_CHUNK_DEFAULT,
 					 o.dir_capacity ? o.dir_capacity : RECFS_DIR_DEFAULT);
 		if (err) {
-			ret = die(1, "%s", recfs_errmsg());
+			ret = die(1, "%s: %s", devs[si]->path, recfs_errmsg());
 			goto out_close;
 		}
 	}

@@ -19,6 +19,13 @@ check "info shows 4 members present" grep -q "members: *4 (4 present)" <<<"$OUT"
 
 # --- refusals, each leaving the members untouched
 refused "existing pack without -f" "m0.img already holds recfs pack 'first'" mkfs.recfs "$PACK"
+# a recfs member that does not open (damaged superblocks) is still recognised
+cp "$T_DIR/m0.img" "$T_DIR/m0.keep"
+printf '\x02' | dd of="$T_DIR/m0.img" bs=1 seek=8 conv=notrunc status=none
+size=$(stat -c %s "$T_DIR/m0.img")
+printf '\x02' | dd of="$T_DIR/m0.img" bs=1 seek=$((size - 4096 + 8)) conv=notrunc status=none
+refused "damaged recfs member without -f" "m0.img holds a damaged or unsupported recfs member; use -f" mkfs.recfs "$PACK"
+cp "$T_DIR/m0.keep" "$T_DIR/m0.img"
 refused "chunk not a power of two" "chunk size '100K' is not a power of two" mkfs.recfs -f -c 100K "$PACK"
 refused "chunk too small" "chunk size '32K'" mkfs.recfs -f -c 32K "$PACK"
 refused "chunk too large" "chunk size '128M'" mkfs.recfs -f -c 128M "$PACK"

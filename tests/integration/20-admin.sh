@@ -22,9 +22,10 @@ head -c 70000 /dev/urandom >src3
 "$TESTWRITE" "$PACK" 'odd [name] *' src3
 "$TESTWRITE" "$PACK" zero empty
 "$TESTWRITE" --open --sync-every 65536 "$PACK" crashed src1
+"$TESTWRITE" "$PACK" "$(printf 'caf\xc3\xa9 \xff')" src2
 
 run recfs ls "$P2"
-check "ls lists every recording" test "$(sort <<<"$OUT" | tr '\n' '|')" = "crashed|odd [name] *|scan1|scan2|zero|"
+check "ls lists every recording" test "$(grep -v caf <<<"$OUT" | sort | tr '\n' '|')" = "crashed|odd [name] *|scan1|scan2|zero|"
 run recfs ls -l "$PACK"
 check "ls -l shows exact size" grep -Eq "^scan1 +3333333 sealed" <<<"$OUT"
 check "ls -l shows an open recording" grep -Eq "^crashed +[0-9]+ recording" <<<"$OUT"
@@ -38,10 +39,12 @@ assert d["scan1"]["size"] == 3333333 and d["scan1"]["state"] == "sealed"
 assert d["scan2"]["frames_lost"] == 7 and d["scan2"]["gaps"][1] == {"offset": 80320, "frames": 4, "thread": 1}
 assert d["scan2"]["source"] == "udp:0.0.0.0:5000" and d["scan2"]["frame_size"] == 8032
 assert d["zero"]["size"] == 0 and d["crashed"]["state"] == "recording"
+assert "caf\u00e9 \u00ff" in d, sorted(d)   # UTF-8 as is; the stray 0xff byte escaped
 ' "$OUT"
 
 run recfs info "$PACK"
-check "info counts recordings" grep -q "recordings: *5" <<<"$OUT"
+check "info counts recordings" grep -q "recordings: *6" <<<"$OUT"
+recfs rm "$PACK" 'caf*' 
 
 # cat: whole, ranges, another member order
 recfs cat "$P2" scan1 >out1
