@@ -3,7 +3,8 @@
 # range and a log line naming it (-o noverify returns the bytes); a pack
 # with a missing member is refused with its name, and -o degraded mounts it
 # with EIO only for the chunks on the missing member, listed in
-# user.recfs.unreadable.
+# user.recfs.unreadable; a member failing while mounted fails only its
+# chunks, with a log line naming it.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../tools/mount-lib.sh"
 echo "43-mount-integrity: checksums on read, missing members, degraded mounts"
@@ -129,5 +130,31 @@ check "all members back: mount" mount_pack "$T_DIR/d2.img,$T_DIR/d0.img,$T_DIR/d
 check "all members back: every byte reads" cmp "$T_DIR/src3" "$M/rec"
 expect_err "all members back: no unreadable attribute" '!0' "No such attribute" \
 	getfattr -n user.recfs.unreadable "$M/rec"
+check "unmount" unmount_pack "$M"
+
+# a member that fails while mounted (here: cut short under the driver)
+make_members 2 128M f
+check "mkfs 2 members" mkfs.recfs -f -q -c 64K "$PACK"
+head -c $((8 * CS)) /dev/urandom >"$T_DIR/src4"
+check "write rec" write_rec "$PACK" rec "$T_DIR/src4"
+check "mount" mount_pack "$PACK" "$M" -o direct_io
+: >"$T_DIR/mount.log"
+truncate -s 1M "$T_DIR/f1.img"
+check "a failing member: its chunks fail, the others read" python3 - "$M/rec" "$T_DIR/src4" $CS <<'PY'
+import errno, os, sys
+path, src, cs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ref = open(src, 'rb').read()
+fd = os.open(path, os.O_RDONLY)
+good = bad = 0
+for k in range(len(ref) // cs):
+    try:
+        assert os.pread(fd, cs, k * cs) == ref[k * cs:(k + 1) * cs], "chunk %d wrong" % k
+        good += 1
+    except OSError as e:
+        assert e.errno == errno.EIO, "chunk %d: %s" % (k, e)
+        bad += 1
+assert good == bad == 4, "%d good, %d bad" % (good, bad)
+PY
+check "the log names the failing member" grep -q "member $T_DIR/f1.img ends at" "$T_DIR/mount.log"
 check "unmount" unmount_pack "$M"
 finish
