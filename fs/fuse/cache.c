@@ -133,7 +133,14 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 			       start + want - 1, recfs_errmsg());
 			return -EIO;
 		}
-		if (elen != want || recfs_chunk_csum(r->uid, k, buf, want) != csum) {
+		bool ok = elen == want && recfs_chunk_csum(r->uid, k, buf, want) == csum;
+		/* slots are replicated: a member that missed updates (a failed
+		 * write) may hold a stale one; ask the others before failing */
+		for (unsigned alt = 1; !ok && k < r->committed_len / cs && alt < g->members; alt++)
+			ok = recfs_rec_slots_from(c->p, r, k, 1, &slot, alt) == 0 &&
+			     recfs_rec_expect(c->p, r, k, &slot, &csum, &elen) == 0 && elen == want &&
+			     recfs_chunk_csum(r->uid, k, buf, want) == csum;
+		if (!ok) {
 			rm_log("%s: bytes %" PRIu64 "-%" PRIu64
 			       ": checksum mismatch (member %s at %" PRIu64 ")",
 			       r->name, start, start + want - 1, d->path, moff);

@@ -445,9 +445,31 @@ static int meta_load(struct recfs_pack *p)
 	return err;
 }
 
+/* Load into fresh tables and swap them in only when the whole load worked:
+ * a failed reload leaves the pack as it was. */
 int recfs_pack_reload(struct recfs_pack *p)
 {
-	return meta_load(p);
+	struct recfs_pack old = *p;
+	int err;
+
+	p->bits = calloc(1, bits_bytes(p) + 8);
+	p->ent = calloc(p->g.dir_capacity, sizeof(*p->ent));
+	p->bad = calloc(p->g.dir_capacity, sizeof(*p->bad));
+	p->seq = calloc(p->g.dir_capacity, sizeof(*p->seq));
+	p->hash = calloc(p->hash_size, sizeof(*p->hash));
+	err = p->bits && p->ent && p->bad && p->seq && p->hash
+		      ? meta_load(p)
+		      : recfs_seterr(-ENOMEM, "out of memory");
+	struct recfs_pack *gone = err ? p : &old;
+	struct recfs_pack keep = err ? old : *p;
+	dir_clear(gone);
+	free(gone->bits);
+	free(gone->ent);
+	free(gone->bad);
+	free(gone->seq);
+	free(gone->hash);
+	*p = keep;
+	return err;
 }
 
 /* ---------------------------------------------------------------- assembly */

@@ -346,6 +346,41 @@ static void test_bad_entry_kept(void **state)
 	recfs_fault_free(f);
 }
 
+/* A read-only opener follows a writer: reload and refresh. */
+static void test_follow_writer(void **state)
+{
+	struct recfs_fault *f = tpack_new(2, MSZ, CH, 8);
+	struct recfs_pack *w, *ro;
+	struct recfs_rec r, seen;
+	struct recfs_appender *a;
+	uint8_t buf[CH];
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &w), 0);
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &ro), 0);
+	assert_int_equal(recfs_rec_create(w, "live", NULL, 0, &r), 0);
+	assert_int_equal(recfs_rec_lookup(ro, "live", &seen), -ENOENT);
+	assert_int_equal(recfs_pack_reload(ro), 0);
+	assert_int_equal(recfs_rec_lookup(ro, "live", &seen), 0);
+	assert_int_equal(seen.committed_len, 0);
+	assert_int_equal(recfs_appender_new(w, &r, &a), 0);
+	tfill(3, 0, buf, sizeof(buf));
+	assert_int_equal(recfs_append(a, buf, sizeof(buf)), 0);
+	assert_int_equal(recfs_append_sync(a), 0);
+	assert_int_equal(recfs_rec_refresh(ro, &seen), 0);
+	assert_int_equal(seen.committed_len, CH);
+	assert_int_equal(tcheck(ro, &seen, 3, CH), 0);
+	assert_int_equal(recfs_append_seal(a), 0);
+	recfs_appender_free(a);
+	assert_int_equal(recfs_rec_delete(w, r.index, 0), 0);
+	assert_int_equal(recfs_rec_refresh(ro, &seen), -ENOENT);
+	assert_int_equal(recfs_pack_reload(ro), 0);
+	assert_int_equal(recfs_rec_lookup(ro, "live", &seen), -ENOENT);
+	recfs_pack_close(ro);
+	recfs_pack_close(w);
+	recfs_fault_free(f);
+}
+
 /* Odd directory capacities still put the checksum table on a block. */
 static void test_odd_capacity(void **state)
 {
@@ -366,7 +401,7 @@ int main(void)
 		cmocka_unit_test(test_directory_full),    cmocka_unit_test(test_allocator),
 		cmocka_unit_test(test_corrupt_chunk),     cmocka_unit_test(test_replica_damage),
 		cmocka_unit_test(test_stale_member),      cmocka_unit_test(test_bad_entry_kept),
-		cmocka_unit_test(test_odd_capacity),
+		cmocka_unit_test(test_odd_capacity),      cmocka_unit_test(test_follow_writer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
