@@ -210,6 +210,7 @@ static void run_cuts(unsigned torn, unsigned flags)
 	check_after(f, &ack, "no cut");
 	recfs_fault_free(f);
 	assert_true(total > 20);
+	print_message("session of %llu writes: every one a cut point\n", (unsigned long long)total);
 
 	for (uint64_t n = 1; n <= total; n++) {
 		char what[96];
