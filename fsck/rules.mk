@@ -9,9 +9,6 @@ $(BUILD)/tests/fsck-helper: $(BUILD)/obj/tests/fsck/helper.o $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)
 
-# The top-level Makefile includes */rules.mk only: the fuzz rules live with
-# their harness.
--include tests/fuzz/rules.mk
 
 # The fuzz harness replayed on its seeds with the normal compiler
 # (tests/integration/52-fsck-fuzz.sh).

@@ -9,4 +9,3 @@ $(FUSE_OBJS): fs/fuse/mount.h
 $(BUILD)/bin/recfs-mount $(BUILD)/bin/mount.recfs: $(FUSE_OBJS) $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(FUSE_LIBS) $(THREAD_LIBS)
-include tests/tools/rules.mk
