@@ -6,7 +6,10 @@ set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 export BUILD
-export RECFS_BIN="$PWD/$BUILD/bin"
+case $BUILD in
+/*) export RECFS_BIN="$BUILD/bin" ;;
+*) export RECFS_BIN="$PWD/$BUILD/bin" ;;
+esac
 pat=${1:-}
 results=$(mktemp /tmp/recfs-results.XXXXXX)
 export RECFS_RESULTS=$results
