@@ -1015,8 +1015,11 @@ static int prove(struct ck *c, const struct recfs_rec *r, uint64_t from, uint64_
 			break;
 		if (read_chunk(c, r, k, data, NULL))
 			break;
-		for (unsigned i = 0; i < c->sb.member_count && !found; i++) {
-			if (!ok[i] || v[i].len == 0 || v[i].len > cs)
+		/* members may hold different generations of this slot (a
+		 * crash between their writes): the longest that matches the
+		 * data is the furthest this chunk is proven */
+		for (unsigned i = 0; i < c->sb.member_count; i++) {
+			if (!ok[i] || v[i].len == 0 || v[i].len > cs || v[i].len <= hitlen)
 				continue;
 			if (recfs_chunk_csum(r->uid, k, data, v[i].len) == v[i].csum) {
 				found = true;
@@ -1034,8 +1037,8 @@ static int prove(struct ck *c, const struct recfs_rec *r, uint64_t from, uint64_
 				if (read_chunk(c, r, j, data, NULL))
 					break;
 				claimed = 0;
-				for (unsigned i = 0; i < c->sb.member_count && !more; i++)
-					if (ok[i] && v[i].len > 0 && v[i].len <= cs &&
+				for (unsigned i = 0; i < c->sb.member_count; i++)
+					if (ok[i] && v[i].len > claimed && v[i].len <= cs &&
 					    recfs_chunk_csum(r->uid, j, data, v[i].len) == v[i].csum) {
 						more = true;
 						claimed = v[i].len;

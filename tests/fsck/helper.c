@@ -14,6 +14,8 @@
  *   set-super MEMBER primary|backup FIELD VALUE rewrite one superblock copy with a field changed
  *   bit PACK ROW set|clear                     change the newest bitmap copy on every member
  *   where PACK entry NAME | data NAME CHUNK | slot NAME CHUNK | bitmap
+ *   slot PACK NAME CHUNK LEN MEMBER            write chunk CHUNK's checksum slot on MEMBER only,
+ *                                              for the first LEN bytes of its data (an older commit)
  *                                              "PATH OFFSET" lines for dd
  */
 #include <endian.h>
@@ -363,6 +365,31 @@ static int cmd_where(char **a)
 	return 0;
 }
 
+static int cmd_slot(char **a)
+{
+	struct located L;
+	uint64_t k = strtoull(a[2], NULL, 0), moff, lc;
+	uint32_t len = (uint32_t)strtoul(a[3], NULL, 0);
+	unsigned mi, who = (unsigned)atoi(a[4]);
+	struct recfs_disk_slot s = {0};
+	uint8_t *buf;
+
+	locate(a[0], a[1], &L);
+	if (len == 0 || len > L.g.chunk_size || who >= L.n) {
+		fprintf(stderr, "fsck-helper: slot arguments\n");
+		return 2;
+	}
+	buf = malloc(len);
+	recfs_map(&L.g, L.r.ext_start + k * L.g.chunk_size, &mi, &moff);
+	raw_rw(L.path[mi], buf, len, moff, false);
+	s.csum = htole64(recfs_chunk_csum(L.r.uid, k, buf, len));
+	s.len = htole32(len);
+	lc = L.r.ext_start / L.g.chunk_size + k;
+	raw_rw(L.path[who], &s, sizeof(s), L.g.csum_off + lc * RECFS_SLOT_SIZE, true);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -386,7 +413,9 @@ int main(int argc, char **argv)
 		return cmd_bit(a);
 	if (!strcmp(c, "where") && n >= 2)
 		return cmd_where(a);
+	if (!strcmp(c, "slot") && n == 5)
+		return cmd_slot(a);
 usage:
-	fprintf(stderr, "usage: fsck-helper mkfs|write|pattern|rollback|set-entry|set-super|bit|where ...\n");
+	fprintf(stderr, "usage: fsck-helper mkfs|write|pattern|rollback|set-entry|set-super|bit|where|slot ...\n");
 	return 2;
 }
