@@ -432,7 +432,12 @@ static void rcv_udp(struct rr *r)
 	const int sock = r->in_fd;
 
 	scratch = malloc(65536);
-	if (!scratch || (r->fmt_vdif && rr_vdif_track_init(&vt, 0, &r->loss))) {
+	/* tmp closes the holes wrong-sized datagrams leave: needed as soon
+	 * as the datagram size is known, given or learned */
+	if (r->packet_size)
+		tmp = malloc(r->packet_size);
+	if (!scratch || (r->packet_size && !tmp) ||
+	    (r->fmt_vdif && rr_vdif_track_init(&vt, 0, &r->loss))) {
 		snprintf(r->in_err, sizeof(r->in_err), "out of memory");
 		rr_set_stop(r, RR_STOP_INPUT);
 		goto out_free;

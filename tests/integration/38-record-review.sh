@@ -1,0 +1,45 @@
+#!/bin/bash
+# 38-record-review: regressions from the recorder review.  A --packet-size
+# recorder receiving good and wrong-sized datagrams interleaved in one
+# batch keeps the good ones (it crashed closing the holes).
+. "$(dirname "$0")/../lib.sh"
+echo "38-record-review: recorder review regressions"
+
+make_members 2 64M
+check "mkfs 2 members" mkfs.recfs -f -q -c 256K "$PACK"
+
+free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_bound() { # PORT: until a socket is bound there (the recorder is ready)
+	local i
+	for ((i = 0; i < 200; i++)); do
+		[ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# --- 2a: --packet-size with wrong-sized datagrams between good ones
+PORT=$(free_port)
+recfs-record --buffer 16M -q -i "udp:127.0.0.1:$PORT" --packet-size 1000 -d 3 \
+	--stats-json "$T_DIR/mix.json" "$PACK" mix 2>"$T_DIR/mix.err" &
+pid=$!
+cleanup_add "kill $pid"
+check "recorder bound to udp:$PORT" wait_bound "$PORT"
+kill -STOP $pid # the datagrams queue up: the recorder takes them in batches
+python3 - "$PORT" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(300):
+    s.sendto(bytes([i % 251]) * 1000, ("127.0.0.1", int(sys.argv[1])))
+    s.sendto(b'b' * 10, ("127.0.0.1", int(sys.argv[1])))
+PY
+kill -CONT $pid
+wait $pid
+rc=$?
+check "interleaved wrong sizes with --packet-size: exit 0 (exit $rc)" test "$rc" = 0
+check "only the 1000-byte datagrams are stored, in order" cmp <(recfs cat "$PACK" mix) \
+	<(python3 -c 'import sys; sys.stdout.buffer.write(b"".join(bytes([i % 251]) * 1000 for i in range(300)))')
+check "600 received, 300 wrong size" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))["datagrams"]
+assert d["received"]==600 and d["wrong_size"]==300, d' "$T_DIR/mix.json"
+finish
