@@ -81,7 +81,7 @@ refused() {
 	expect_err "$d" '!0' "$pat" "$@"
 	local lines
 	lines=$(grep -c . <<<"$OUT")
-	[ "$lines" -le 2 ] || fail "$d: message is $lines lines: $OUT"
+	[ "$lines" -le 1 ] || fail "$d: message is $lines lines: $OUT"
 	expect_unchanged "$d" "$snap" $MEMBERS
 }
 

@@ -446,30 +446,40 @@ static int meta_load(struct recfs_pack *p)
 }
 
 /* Load into fresh tables and swap them in only when the whole load worked:
- * a failed reload leaves the pack as it was. */
+ * a failed reload leaves the pack as it was.  Only the directory and bitmap
+ * tables change; members and geometry are never written, so readers of
+ * those need no lock against a reload. */
 int recfs_pack_reload(struct recfs_pack *p)
 {
-	struct recfs_pack old = *p;
+	struct recfs_pack n = *p;
 	int err;
 
-	p->bits = calloc(1, bits_bytes(p) + 8);
-	p->ent = calloc(p->g.dir_capacity, sizeof(*p->ent));
-	p->bad = calloc(p->g.dir_capacity, sizeof(*p->bad));
-	p->seq = calloc(p->g.dir_capacity, sizeof(*p->seq));
-	p->hash = calloc(p->hash_size, sizeof(*p->hash));
-	err = p->bits && p->ent && p->bad && p->seq && p->hash
-		      ? meta_load(p)
-		      : recfs_seterr(-ENOMEM, "out of memory");
-	struct recfs_pack *gone = err ? p : &old;
-	struct recfs_pack keep = err ? old : *p;
+	n.bits = calloc(1, bits_bytes(p) + 8);
+	n.ent = calloc(p->g.dir_capacity, sizeof(*n.ent));
+	n.bad = calloc(p->g.dir_capacity, sizeof(*n.bad));
+	n.seq = calloc(p->g.dir_capacity, sizeof(*n.seq));
+	n.hash = calloc(p->hash_size, sizeof(*n.hash));
+	err = n.bits && n.ent && n.bad && n.seq && n.hash ? meta_load(&n)
+							  : recfs_seterr(-ENOMEM, "out of memory");
+	struct recfs_pack *gone = err ? &n : p;
 	dir_clear(gone);
 	free(gone->bits);
 	free(gone->ent);
 	free(gone->bad);
 	free(gone->seq);
 	free(gone->hash);
-	*p = keep;
-	return err;
+	if (err)
+		return err;
+	p->bits = n.bits;
+	p->bmp_seq = n.bmp_seq;
+	p->dir_hwm = n.dir_hwm;
+	p->ent = n.ent;
+	p->bad = n.bad;
+	p->seq = n.seq;
+	p->nrec = n.nrec;
+	p->hash = n.hash;
+	p->bad_entries = n.bad_entries;
+	return 0;
 }
 
 /* ---------------------------------------------------------------- assembly */
