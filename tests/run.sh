@@ -38,7 +38,7 @@ run_script() {
 	name=${t#tests/}
 	log=$logdir/$(echo "$name" | tr / _).log
 	before=$(wc -l <"$results")
-	timeout 900 bash "$t" >"$log" 2>&1
+	timeout -k 10 900 bash "$t" >"$log" 2>&1
 	rc=$?
 	after=$(wc -l <"$results")
 	if [ "$rc" != 0 ]; then echo "FAIL $name: exit $rc" >>"$results"; fi
