@@ -135,6 +135,12 @@ struct rr {
 	uint64_t err_off;
 	pthread_mutex_t csum_lock;
 	uint64_t *csums, csum_base, csum_n, csum_cap;
+	/* the partial chunk the writer wrote when the input stalled: stream
+	 * bytes [0, tail_len) are on the members, the last chunk's checksum
+	 * over tail_len % chunk bytes is tail_csum (under csum_lock) */
+	uint64_t tail_len, tail_csum;
+	_Atomic bool tail_req;           /* committer: write the partial chunk */
+	_Atomic bool tail_ready;         /* writer: a new tail_len to commit */
 
 	/* committer */
 	pthread_mutex_t cm_lock;
@@ -585,14 +591,28 @@ static void *rcv_main(void *arg)
 }
 
 /* -------------------------------------------------------------- committer */
-/* Chunks [from, to) checksums, copied out under the lock. */
-static uint64_t *cm_csums(struct rr *r, uint64_t from, uint64_t to)
+/* Checksums of chunks [from, to), copied out under the lock, for a commit
+ * at len bytes: when len is the partial chunk the writer wrote on a stall,
+ * the last one is that write's.  NULL when one is missing (never pushed:
+ * the array could not grow) or out of memory. */
+static uint64_t *cm_csums(struct rr *r, uint64_t from, uint64_t to, uint64_t len)
 {
 	uint64_t *v = malloc((to - from + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
 	pthread_mutex_lock(&r->csum_lock);
-	memcpy(v, r->csums + (from - r->csum_base), (to - from) * sizeof(*v));
+	uint64_t n = to - from;
+	bool tail = len % r->chunk && len == r->tail_len;
+	if (tail)
+		n--;
+	if (from < r->csum_base || from + n > r->csum_base + r->csum_n) {
+		pthread_mutex_unlock(&r->csum_lock);
+		free(v);
+		return NULL;
+	}
+	memcpy(v, r->csums + (from - r->csum_base), n * sizeof(*v));
+	if (tail)
+		v[n] = r->tail_csum;
 	pthread_mutex_unlock(&r->csum_lock);
 	return v;
 }
@@ -634,9 +654,9 @@ static int cm_commit(struct rr *r, uint64_t len, bool seal)
 	int err;
 
 	if (to > from) {
-		cs = cm_csums(r, from, to);
+		cs = cm_csums(r, from, to, len);
 		if (!cs)
-			return recfs_seterr(-ENOMEM, "out of memory");
+			return recfs_seterr(-ENOMEM, "'%s': out of memory for chunk checksums", r->name);
 	}
 	c.csums = cs;
 	cm_loss(r, len, &loss);
@@ -680,6 +700,7 @@ static void *cm_main(void *arg)
 	struct rr *r = arg;
 	uint64_t tick = r->commit_ns < 500000000ull ? r->commit_ns : 500000000ull;
 	uint64_t next_commit = rr_mono_ns() + r->commit_ns;
+	uint64_t prev_chunks = 0; /* done_chunks at the last commit */
 
 	pthread_mutex_lock(&r->cm_lock);
 	while (!r->cm_quit) {
@@ -693,11 +714,29 @@ static void *cm_main(void *arg)
 			break;
 		pthread_mutex_unlock(&r->cm_lock);
 		uint64_t now = rr_mono_ns();
-		if (now >= next_commit && atomic_load_explicit(&r->created, memory_order_acquire) &&
-		    !r->cm_err) {
-			/* whole chunks only: a written partial last chunk is
-			 * left to the seal, which knows the exact length */
+		bool tail_ready = atomic_exchange(&r->tail_ready, false);
+		if ((now >= next_commit || tail_ready) &&
+		    atomic_load_explicit(&r->created, memory_order_acquire) && !r->cm_err) {
+			/* whole chunks while they stream; when no chunk
+			 * completed for a whole interval, the writer is asked
+			 * to write the partial one too (a copy: the receiver
+			 * goes on filling its slot), and that exact length is
+			 * committed once written */
+			uint64_t dc = atomic_load(&r->done_chunks);
 			uint64_t len = atomic_load(&r->done_bytes) / r->chunk * r->chunk;
+			pthread_mutex_lock(&r->csum_lock);
+			uint64_t tl = r->tail_len;
+			pthread_mutex_unlock(&r->csum_lock);
+			if (tl > len)
+				len = tl;
+			if (now >= next_commit) {
+				uint64_t f = atomic_load_explicit(&r->filled, memory_order_acquire);
+				if (dc == prev_chunks && f > len && f > dc * r->chunk) {
+					atomic_store(&r->tail_req, true);
+					rr_kick(r->data_efd);
+				}
+				prev_chunks = dc;
+			}
 			if (len > r->rec.committed_len) {
 				int err = cm_commit(r, len, false);
 				if (err) {
@@ -779,8 +818,12 @@ static int64_t wr_run(struct rr *r)
 	struct iocb **pending = NULL;
 	struct io_event *ev = NULL;
 	unsigned npending = 0;
-	uint64_t next = 0, done = 0;
+	uint64_t next = 0, done = 0, pushed = 0;
 	int64_t ret = -1;
+	struct wr_slot tail_sl = { 0 };   /* the partial chunk on a stall */
+	uint8_t *tbuf = NULL;              /* its copy */
+	bool tail_busy = false;
+	uint64_t tail_cs = 0;
 
 	/* AIO context and slots first: a failure here creates nothing */
 	int err = io_setup((int)cap, &ctx);
@@ -794,7 +837,9 @@ static int64_t wr_run(struct rr *r)
 	slots = calloc(r->nslots, sizeof(*slots));
 	pending = calloc(cap, sizeof(*pending));
 	ev = calloc(cap, sizeof(*ev));
-	if (!slots || !pending || !ev) {
+	if (posix_memalign((void **)&tbuf, RECFS_BLOCK, cs))
+		tbuf = NULL;
+	if (!slots || !pending || !ev || !tbuf) {
 		fprintf(stderr, PROG ": out of memory\n");
 		r->err_member = -1;
 		r->err_errno = ENOMEM;
@@ -843,7 +888,7 @@ static int64_t wr_run(struct rr *r)
 
 		/* queue every ready chunk whose member has room, in order */
 		uint64_t first_new = next;
-		while (!failed && next < ready && total_inflight < cap) {
+		while (!failed && !tail_busy && next < ready && total_inflight < cap) {
 			uint64_t lo;
 			unsigned m;
 			recfs_map(r->g, ext_start + next * cs, &m, &lo);
@@ -898,11 +943,58 @@ static int64_t wr_run(struct rr *r)
 		for (uint64_t k = first_new; k < next; k++) {
 			struct wr_slot *sl = &slots[k % r->nslots];
 			const uint8_t *buf = r->ring + (k % r->nslots) * cs;
-			if (wr_csum_push(r, k, recfs_chunk_csum(uid, k, buf, sl->dlen)) && !failed) {
-				r->err_member = -1;
-				r->err_errno = ENOMEM;
-				rr_set_stop(r, RR_STOP_IOERR);
-				failed = true;
+			if (wr_csum_push(r, k, recfs_chunk_csum(uid, k, buf, sl->dlen))) {
+				if (!failed) {
+					r->err_member = -1;
+					r->err_errno = ENOMEM;
+					rr_set_stop(r, RR_STOP_IOERR);
+					failed = true;
+				}
+			} else if (k == pushed) {
+				pushed = k + 1;
+			}
+		}
+
+		/* the input stalled inside a chunk: write a padded copy of
+		 * the partial chunk for the committer; the slot stays, and the
+		 * chunk is written again in place when it fills */
+		if (atomic_load(&r->tail_req)) {
+			if (eof || failed || f >= (next + 1) * cs) {
+				atomic_store(&r->tail_req, false); /* not needed */
+			} else if (!tail_busy && npending == 0 && done == next && ready == next &&
+				   f > next * cs) {
+				atomic_store(&r->tail_req, false);
+				uint32_t len = (uint32_t)(f - next * cs);
+				uint32_t plen = (len + RECFS_BLOCK - 1) / RECFS_BLOCK * RECFS_BLOCK;
+				uint64_t lo;
+				unsigned m;
+				memcpy(tbuf, r->ring + (next % r->nslots) * cs, len);
+				memset(tbuf + len, 0, plen - len);
+				recfs_map(r->g, ext_start + next * cs, &m, &lo);
+				struct recfs_dev *d = recfs_pack_dev(r->p, m);
+				io_prep_pwrite(&tail_sl.cb, d->fd, tbuf, plen, (long long)lo);
+				io_set_eventfd(&tail_sl.cb, r->aio_efd);
+				tail_sl.cb.data = &tail_sl;
+				tail_sl.chunk = next;
+				tail_sl.member = m;
+				tail_sl.len = plen;
+				tail_sl.dlen = len;
+				tail_sl.t_submit = rr_mono_ns();
+				tail_cs = recfs_chunk_csum(uid, next, tbuf, len);
+				struct iocb *one = &tail_sl.cb;
+				int n = io_submit(ctx, 1, &one);
+				if (n == 1) {
+					inflight[m]++;
+					total_inflight++;
+					tail_busy = true;
+					progress = true;
+				} else if (n != -EAGAIN && n != -EINTR && n != 0) {
+					r->err_member = (int)m;
+					r->err_errno = -n;
+					r->err_off = next * cs;
+					rr_set_stop(r, RR_STOP_IOERR);
+					failed = true;
+				}
 			}
 		}
 
@@ -931,6 +1023,20 @@ static int64_t wr_run(struct rr *r)
 				}
 				failed = true;
 				rr_set_stop(r, RR_STOP_IOERR);
+				if (sl == &tail_sl)
+					tail_busy = false;
+				continue;
+			}
+			if (sl == &tail_sl) {
+				tail_busy = false;
+				pthread_mutex_lock(&r->csum_lock);
+				r->tail_len = sl->chunk * cs + sl->dlen;
+				r->tail_csum = tail_cs;
+				pthread_mutex_unlock(&r->csum_lock);
+				atomic_store(&r->tail_ready, true);
+				pthread_mutex_lock(&r->cm_lock);
+				pthread_cond_signal(&r->cm_cond);
+				pthread_mutex_unlock(&r->cm_lock);
 				continue;
 			}
 			sl->done = true;
@@ -938,7 +1044,8 @@ static int64_t wr_run(struct rr *r)
 		if (got > 0)
 			progress = true;
 		uint64_t d0 = done;
-		while (done < next && slots[done % r->nslots].done) {
+		/* never past a chunk whose checksum is missing */
+		while (done < next && done < pushed && slots[done % r->nslots].done) {
 			slots[done % r->nslots].done = false;
 			done++;
 		}
@@ -951,7 +1058,7 @@ static int64_t wr_run(struct rr *r)
 		}
 
 		if (failed && total_inflight == npending) {
-			ret = (int64_t)(done * cs);
+			ret = (int64_t)(done * cs < f ? done * cs : f);
 			break;
 		}
 		if (eof && !failed && done == ready && npending == 0) {
@@ -974,6 +1081,7 @@ out_free:
 	free(slots);
 	free(pending);
 	free(ev);
+	free(tbuf);
 	return ret;
 }
 
@@ -1485,6 +1593,8 @@ int main(int argc, char **argv)
 		final_len = r->rec.committed_len;
 		snprintf(msg, sizeof(msg), "%.511s", r->cm_msg);
 	}
+	if (final_len < r->rec.committed_len) /* a committed partial chunk */
+		final_len = r->rec.committed_len;
 	err = cm_commit(r, final_len, true);
 	if (err) {
 		snprintf(msg, sizeof(msg), "%s; '%s' not sealed: its last %llu committed bytes are durable",

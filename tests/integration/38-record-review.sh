@@ -1,7 +1,8 @@
 #!/bin/bash
 # 38-record-review: regressions from the recorder review.  A --packet-size
 # recorder receiving good and wrong-sized datagrams interleaved in one
-# batch keeps the good ones (it crashed closing the holes).
+# batch keeps the good ones (it crashed closing the holes).  A slow input's
+# partial chunk is durable about one commit interval after it arrived.
 . "$(dirname "$0")/../lib.sh"
 echo "38-record-review: recorder review regressions"
 
@@ -42,4 +43,29 @@ check "only the 1000-byte datagrams are stored, in order" cmp <(recfs cat "$PACK
 check "600 received, 300 wrong size" python3 -c '
 import json,sys; d=json.load(open(sys.argv[1]))["datagrams"]
 assert d["received"]==600 and d["wrong_size"]==300, d' "$T_DIR/mix.json"
+
+# --- 1a: a slow input below one chunk: kill -9 a few commit intervals after
+# its last byte; the committed length is every byte received, byte for byte
+head -c 300000 /dev/urandom >"$T_DIR/slow"
+mkfifo "$T_DIR/fifo"
+recfs-record --buffer 16M -q -c 0.25 "$PACK" slow <"$T_DIR/fifo" 2>/dev/null &
+pid=$!
+cleanup_add "kill -9 $pid"
+{ head -c 100000 "$T_DIR/slow"; sleep 0.6; tail -c +100001 "$T_DIR/slow" | head -c 100000; sleep 1.2
+  kill -9 $pid; sleep 0.5; tail -c +200001 "$T_DIR/slow"; } >"$T_DIR/fifo" 2>/dev/null
+wait $pid 2>/dev/null
+ls_out=$(recfs ls -l "$PACK")
+len=$(awk '$1=="slow"{print $2}' <<<"$ls_out")
+state=$(awk '$1=="slow"{print $3}' <<<"$ls_out")
+check "slow input: left in state recording ($state)" test "$state" = recording
+check "slow input: both pieces committed though under one chunk ($len bytes)" test "${len:-0}" = 200000
+check "slow input: the committed prefix reads back byte for byte" \
+	cmp <(recfs cat "$PACK" slow) <(head -c 200000 "$T_DIR/slow")
+check "slow input: rm -f the crashed recording" recfs rm -f "$PACK" slow
+
+# a slow input that grows a chunk across stalls and then ends: sealed whole
+{ head -c 100000 "$T_DIR/slow"; sleep 0.6; tail -c +100001 "$T_DIR/slow"; } |
+	recfs-record --buffer 16M -q -c 0.2 "$PACK" slow2 2>/dev/null
+check "slow input then EOF: sealed at every byte" grep -Eq '^slow2 +300000 +sealed' <<<"$(recfs ls -l "$PACK")"
+check "slow input then EOF: reads back byte for byte" cmp <(recfs cat "$PACK" slow2) "$T_DIR/slow"
 finish
