@@ -456,8 +456,14 @@ static void rcv_udp(struct rr *r)
 			/* learn the datagram size from the first one (the socket
 			 * has a receive timeout: the loop sees stop flags) */
 			ssize_t n = recv(sock, scratch, 65536, MSG_PEEK | MSG_TRUNC);
-			if (n < 0)
-				continue;
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+					continue; /* the receive timeout: look at the flags */
+				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
+					 r->input_spec, strerror(errno));
+				rr_set_stop(r, RR_STOP_INPUT);
+				break;
+			}
 			if ((uint64_t)n <= r->strip) {
 				r->loss.packets++;
 				r->loss.wrong_size++;
@@ -490,6 +496,12 @@ static void rcv_udp(struct rr *r)
 				msgs[i].msg_hdr.msg_iovlen = 1;
 			}
 			int got = recvmmsg(sock, msgs, RR_BATCH, MSG_WAITFORONE, NULL);
+			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
+					 r->input_spec, strerror(errno));
+				rr_set_stop(r, RR_STOP_INPUT);
+				break;
+			}
 			if (got <= 0)
 				continue;
 			r->loss.packets += (uint64_t)got;
@@ -538,7 +550,7 @@ static void rcv_udp(struct rr *r)
 				rr_ring_write(r, dst, tmp, P);
 			}
 			if (r->fmt_vdif) {
-				uint8_t hdr[32];
+				uint8_t hdr[32] = { 0 }; /* a datagram under 32 bytes: zeros past it */
 				rr_ring_read(r, dst, hdr, sizeof(hdr) < P ? sizeof(hdr) : P);
 				rr_vdif_frame(&vt, hdr, P, dst);
 			}
