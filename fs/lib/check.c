@@ -53,6 +53,8 @@ struct ck_member {
 struct ck_rec {
 	struct recfs_rec r;
 	bool drop;                  /* no longer live */
+	bool aside;                 /* kept as found (a repair declined): not
+				       checked, its rows stay allocated */
 	bool commit_bad;            /* committed_len > alloc_len on disk */
 	uint64_t commit_orig;
 	/* crash recovery */
@@ -86,6 +88,7 @@ struct ck {
 	uint64_t dev_rows;          /* data rows the shortest member holds */
 	bool dev_rows_set;
 	bool cancelled, preen_stop;
+	bool keep_leaks;            /* an entry of unknown extent was kept: free no leaked rows */
 	int status;
 	/* bitmap */
 	bool have_bmp, hwm_known, bmp_rebuild;
@@ -265,20 +268,43 @@ static void entry_store(struct ck *c, const struct recfs_rec *r)
 	flush_all(c);
 }
 
-static void entry_free(struct ck *c, uint32_t index, uint64_t seq)
+/* Write r as the generation after r->seq.  At the top of the sequence
+ * space (2^64-2 is the last valid one) both slots start over: 3 into slot
+ * 1 first, then 2 into slot 0, so that a crash between the two writes
+ * leaves the old newest generation standing, never a mix. */
+static void entry_next(struct ck *c, struct recfs_rec *r)
+{
+	if (r->seq < UINT64_MAX - 2) {
+		r->seq++;
+		entry_store(c, r);
+		return;
+	}
+	r->seq = 3;
+	entry_store(c, r);
+	r->seq = 2;
+	entry_store(c, r);
+	r->seq = 3;
+}
+
+/* Free entry index by a generation after prev_seq. */
+static void entry_free(struct ck *c, uint32_t index, uint64_t prev_seq)
 {
 	struct recfs_rec f;
 
-	recfs_entry_free_init(&f, index, seq);
-	entry_store(c, &f);
+	recfs_entry_free_init(&f, index, prev_seq);
+	entry_next(c, &f);
 }
 
 /* An entry with no valid copy: both slots become valid FREE entries, so no
  * damaged slot is left behind to be reported again. */
 static void entry_free_both(struct ck *c, uint32_t index)
 {
-	entry_free(c, index, 1);
-	entry_free(c, index, 2);
+	struct recfs_rec f;
+
+	recfs_entry_free_init(&f, index, 1);
+	entry_store(c, &f);
+	recfs_entry_free_init(&f, index, 2);
+	entry_store(c, &f);
 }
 
 /* ------------------------------------------------------ pass 1: superblocks */
@@ -719,21 +745,78 @@ static int rec_add(struct ck *c, const struct recfs_rec *r)
 	return 0;
 }
 
+/* recfs_errmsg() without its "entry N: " prefix (the messages name the
+ * entry themselves). */
+static void entry_why(char *why, size_t n)
+{
+	const char *m = recfs_errmsg(), *p = m;
+
+	if (!strncmp(p, "entry ", 6)) {
+		p += 6;
+		while (*p >= '0' && *p <= '9')
+			p++;
+		if (p[0] == ':' && p[1] == ' ')
+			m = p + 2;
+	}
+	snprintf(why, n, "%s", m);
+}
+
+static void why_add(char *why, size_t n, const char *what)
+{
+	size_t l = strlen(why);
+
+	snprintf(why + l, n - l, "%s%s", l ? "; " : "", what);
+}
+
 /* An entry whose checksum is right but whose fields are not (decode
- * failed): repair what can be repaired.  slot is the raw copy. */
-static int entry_fields(struct ck *c, uint32_t i, const uint8_t *slot)
+ * failed): repair what can be repaired.  slot is the raw copy; older, if
+ * not NULL, a valid older generation of the same entry.  Returns 1 when
+ * the older generation should stand instead (why says what is wrong with
+ * the newer one): a state, gap count or sequence that cannot be right is
+ * damage, and the older generation is known good.  Never drops what it
+ * cannot decode: an entry kept as it is stays set aside (its rows stay
+ * allocated). */
+static int entry_fields(struct ck *c, uint32_t i, const uint8_t *slot, const struct recfs_rec *older,
+			char *whyout, size_t whyn)
 {
 	uint8_t tmp[RECFS_ENTRY_SIZE];
 	struct recfs_disk_entry *d = (void *)tmp;
 	struct recfs_rec r;
 	struct recfs_pctx pc;
-	char why[256], nn[RECFS_NAME_MAX + 1];
+	char why[256], fix[256] = "", nn[RECFS_NAME_MAX + 1];
 	uint64_t orig_committed = 0;
-	bool name_bad = false, commit_bad = false;
+	bool name_bad = false, commit_bad = false, other_bad = false;
 
 	memcpy(tmp, slot, sizeof(tmp));
 	recfs_entry_decode(tmp, c->seed, i, &r);
-	snprintf(why, sizeof(why), "%s", recfs_errmsg());
+	entry_why(why, sizeof(why));
+	/* the fields whose damage says the copy is not to be trusted */
+	if (d->state > RECFS_STATE_SEALED) {
+		char t[96];
+		snprintf(t, sizeof(t), "unknown state %u: taken as recording, its end found from its checksums",
+			 d->state);
+		why_add(fix, sizeof(fix), t);
+		d->state = RECFS_STATE_RECORDING;
+		other_bad = true;
+	}
+	if (le32toh(d->gap_count) > RECFS_GAPS_MAX) {
+		char t[96];
+		snprintf(t, sizeof(t), "gap count %u: the first %u gaps kept, marked as merged",
+			 le32toh(d->gap_count), RECFS_GAPS_MAX);
+		why_add(fix, sizeof(fix), t);
+		d->gap_count = htole32(RECFS_GAPS_MAX);
+		d->gap_flags |= htole32(1);
+		other_bad = true;
+	}
+	if (le64toh(d->seq) == UINT64_MAX) {
+		why_add(fix, sizeof(fix), "sequence out of range: generations start over");
+		d->seq = htole64(UINT64_MAX - 2); /* same slot; the rewrite wraps */
+		other_bad = true;
+	}
+	if (other_bad && older) {
+		snprintf(whyout, whyn, "%s", fix);
+		return 1;
+	}
 	/* the repairable fields: a name, a committed length */
 	if (le64toh(d->committed_len) > le64toh(d->alloc_len)) {
 		commit_bad = true;
@@ -749,7 +832,7 @@ static int entry_fields(struct ck *c, uint32_t i, const uint8_t *slot)
 			nm[nl] = 0;
 			bad = recfs_name_check(nm) != 0;
 			if (bad)
-				snprintf(why, sizeof(why), "%s", recfs_errmsg());
+				entry_why(why, sizeof(why));
 		} else {
 			snprintf(why, sizeof(why), "name length %u", nl);
 		}
@@ -763,26 +846,45 @@ static int entry_fields(struct ck *c, uint32_t i, const uint8_t *slot)
 	}
 	d->checksum = htole64(XXH3_64bits_withSeed(d, offsetof(struct recfs_disk_entry, checksum), c->seed));
 	if (recfs_entry_decode(tmp, c->seed, i, &r)) {
+		/* nothing known to repair: keep it out of the checks, never
+		 * free its rows */
 		memset(&pc, 0, sizeof(pc));
 		pc.entry = i;
+		entry_why(why, sizeof(why));
 		pc.str = why;
-		if (problem(c, PR_ENT_FIELD, &pc))
-			entry_free(c, i, le64toh(d->seq) + 1);
+		if (older) {
+			snprintf(whyout, whyn, "%s", why);
+			return 1;
+		}
+		problem(c, PR_ENT_UNKNOWN, &pc);
+		c->keep_leaks = true;
 		return 0;
+	}
+	bool store = false, aside = false;
+	if (other_bad) {
+		memset(&pc, 0, sizeof(pc));
+		pc.entry = i;
+		pc.str = fix;
+		if (problem(c, PR_ENT_FIELD, &pc))
+			store = true;
+		else
+			aside = true;
 	}
 	if (name_bad) {
 		memset(&pc, 0, sizeof(pc));
 		pc.entry = i;
 		pc.str = why;
 		pc.name2 = nn;
-		if (problem(c, PR_ENT_NAME, &pc) && !commit_bad) {
-			r.seq++;
-			entry_store(c, &r);
-		}
+		if (problem(c, PR_ENT_NAME, &pc))
+			store = true;
 	}
+	if (store && !commit_bad && !aside)
+		entry_next(c, &r);
 	int err = rec_add(c, &r);
 	if (err)
 		return err;
+	if (aside)
+		c->rec[c->nrec - 1].aside = c->rec[c->nrec - 1].drop = true;
 	if (commit_bad) {
 		c->rec[c->nrec - 1].commit_bad = true;
 		c->rec[c->nrec - 1].commit_orig = orig_committed;
@@ -824,7 +926,7 @@ static int pass3(struct ck *c)
 			const uint8_t *bestraw = NULL, *lenient = NULL;
 			uint64_t lenient_seq = 0, damaged_seq = 0;
 			bool damaged = false, fresh = true;
-			char why[200] = "";
+			char why[256] = "";
 
 			FOR_MEMBERS(c, i, m) {
 				if (!rd[i])
@@ -850,7 +952,7 @@ static int pass3(struct ck *c)
 						continue;
 					}
 					if (!damaged)
-						snprintf(why, sizeof(why), "%s", recfs_errmsg());
+						entry_why(why, sizeof(why));
 					damaged = true;
 					if (v.seq > damaged_seq)
 						damaged_seq = v.seq;
@@ -859,10 +961,15 @@ static int pass3(struct ck *c)
 			}
 			if (lenient && (!bestraw || lenient_seq > best.seq)) {
 				last_used = idx + 1;
-				ret = entry_fields(c, idx, lenient);
-				if (ret)
+				ret = entry_fields(c, idx, lenient, bestraw ? &best : NULL, why, sizeof(why));
+				if (ret < 0)
 					goto out_free;
-				continue;
+				if (ret == 0)
+					continue;
+				/* the newer generation is damage: the older stands */
+				ret = 0;
+				damaged = true;
+				damaged_seq = lenient_seq;
 			}
 			if (!bestraw) {
 				memset(&pc, 0, sizeof(pc));
@@ -889,10 +996,8 @@ static int pass3(struct ck *c)
 					/* the same content two generations on, over
 					 * both slots on every member: no damaged slot
 					 * is left behind */
-					best.seq++;
-					entry_store(c, &best);
-					best.seq++;
-					entry_store(c, &best);
+					entry_next(c, &best);
+					entry_next(c, &best);
 					bestraw = NULL;
 				}
 			}
@@ -1096,7 +1201,7 @@ static void drop(struct ck *c, struct ck_rec *e)
 {
 	e->drop = true;
 	if (can_write(c))
-		entry_free(c, e->r.index, e->r.seq + 1);
+		entry_free(c, e->r.index, e->r.seq);
 }
 
 /* Does recording r own logical chunk lc (its data matches the slot)? */
@@ -1168,8 +1273,7 @@ static void overlaps(struct ck *c, uint32_t *ord, uint32_t n)
 						lose->r.committed_len = lose->r.alloc_len;
 						lose->r.tail_csum = 0;
 					}
-					lose->r.seq++;
-					entry_store(c, &lose->r);
+					entry_next(c, &lose->r);
 				}
 			} else if (problem(c, PR_EXT_OVERLAP_DROP, &pc)) {
 				drop(c, lose);
@@ -1188,7 +1292,7 @@ static void bitmap_runs(struct ck *c, const uint8_t *have, uint8_t *newbits, boo
 		return;
 	for (uint32_t x = 0; x < c->nrec; x++) {
 		struct ck_rec *e = &c->rec[x];
-		if (e->drop)
+		if (e->drop && !e->aside)
 			continue;
 		uint64_t r0 = e->r.ext_start / rb, r1 = r0 + e->r.alloc_len / rb;
 		uint64_t hs = 0;
@@ -1214,7 +1318,11 @@ static void bitmap_runs(struct ck *c, const uint8_t *have, uint8_t *newbits, boo
 			}
 		}
 	}
-	if (have) {
+	if (have && c->keep_leaks) {
+		/* an entry of unknown extent was left as found: rows that
+		 * seem leaked may be its, and stay allocated */
+		out(c, "rows that belong to no known recording stay allocated: an entry was left as found");
+	} else if (have) {
 		uint64_t ls = 0;
 		bool in = false;
 		for (uint64_t k = 0; k <= c->g.rows; k++) {
@@ -1258,6 +1366,8 @@ static int pass4(struct ck *c)
 	for (uint32_t x = 0; x < c->nrec; x++) {
 		struct ck_rec *e = &c->rec[x];
 		struct recfs_rec *r = &e->r;
+		if (e->drop)
+			continue;
 		bool bad = r->ext_start % rb || r->alloc_len % rb || r->ext_start > c->g.capacity ||
 			   r->alloc_len > c->g.capacity - r->ext_start ||
 			   (r->state == RECFS_STATE_RECORDING && r->alloc_len == 0);
@@ -1292,8 +1402,7 @@ static int pass4(struct ck *c)
 		e->r.tail_csum = len % cs && ncks ? cks[ncks - 1] : 0;
 		free(cks);
 		if (problem(c, PR_ENT_COMMITTED, &pc)) {
-			e->r.seq++;
-			entry_store(c, &e->r);
+			entry_next(c, &e->r);
 		}
 	}
 	ord = malloc((c->nrec + 1) * sizeof(*ord));
@@ -1321,8 +1430,7 @@ static int pass4(struct ck *c)
 		pc.name2 = nn;
 		if (problem(c, PR_ENT_DUPNAME, &pc)) {
 			snprintf(e->r.name, sizeof(e->r.name), "%s", nn);
-			e->r.seq++;
-			entry_store(c, &e->r);
+			entry_next(c, &e->r);
 		}
 	}
 	/* overlaps */

@@ -229,6 +229,10 @@ static int cmd_set_entry(char **a, int argc)
 		d->alloc_len = htole64(x);
 	else if (!strcmp(f, "ext_start"))
 		d->ext_start = htole64(x);
+	else if (!strcmp(f, "gap_count"))
+		d->gap_count = htole32((uint32_t)x);
+	else if (!strcmp(f, "seq"))
+		d->seq = htole64(x);
 	else if (!strcmp(f, "state"))
 		d->state = (uint8_t)x;
 	else if (!strcmp(f, "name")) {
