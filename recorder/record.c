@@ -859,10 +859,13 @@ static int64_t wr_run(struct rr *r)
 		goto out_free;
 	}
 
-	/* wait for the first byte */
+	/* wait for the first byte; VDIF in a byte stream also for its frame
+	 * size (stored at create), a chunk, or the end of the input */
+	const bool wait_frame = r->fmt_vdif && r->in_kind == RR_IN_FD;
 	while (!atomic_load(&r->created)) {
+		bool in_end = atomic_load_explicit(&r->eof, memory_order_acquire);
 		uint64_t f = atomic_load_explicit(&r->filled, memory_order_acquire);
-		if (f > 0) {
+		if (f > 0 && (!wait_frame || in_end || f >= cs || atomic_load(&r->learned_frame))) {
 			r->t_first = rr_mono_ns();
 			int cerr = wr_create(r);
 			if (cerr) {
@@ -873,8 +876,7 @@ static int64_t wr_run(struct rr *r)
 			}
 			break;
 		}
-		if (atomic_load_explicit(&r->eof, memory_order_acquire) &&
-		    atomic_load(&r->filled) == 0)
+		if (in_end && f == 0)
 			goto out_free;
 		struct pollfd pf = { .fd = r->data_efd, .events = POLLIN };
 		if (poll(&pf, 1, 100) > 0)

@@ -68,4 +68,14 @@ check "slow input: rm -f the crashed recording" recfs rm -f "$PACK" slow
 	recfs-record --buffer 16M -q -c 0.2 "$PACK" slow2 2>/dev/null
 check "slow input then EOF: sealed at every byte" grep -Eq '^slow2 +300000 +sealed' <<<"$(recfs ls -l "$PACK")"
 check "slow input then EOF: reads back byte for byte" cmp <(recfs cat "$PACK" slow2) "$T_DIR/slow"
+
+# --- 3b: VDIF from a pipe whose first read is shorter than a header: the
+# stored frame size is the frames', not 0
+check "vdif source" recfs-record --buffer 16M -q -i gen:vdif --size $((8032 * 100)) "$PACK" vsrc
+recfs cat "$PACK" vsrc >"$T_DIR/v.vdif"
+{ head -c 20 "$T_DIR/v.vdif"; sleep 0.5; tail -c +21 "$T_DIR/v.vdif"; } |
+	recfs-record --buffer 16M -q --format vdif "$PACK" vshort 2>/dev/null
+check "vdif after a short first read: frame size 8032 stored" python3 -c '
+import json,sys; j=[e for e in json.load(sys.stdin) if e["name"]=="vshort"][0]
+assert j["frame_size"]==8032 and j["size"]==803200, j' <<<"$(recfs ls --json "$PACK")"
 finish
