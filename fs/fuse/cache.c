@@ -70,6 +70,7 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 	unsigned m;
 	struct recfs_dev *d;
 	size_t rlen, done = 0;
+	uint64_t t0 = rm_now();
 	int rc;
 
 	if (start >= r->committed_len)
@@ -125,27 +126,44 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 		struct recfs_slot slot;
 		uint64_t csum;
 		uint32_t elen;
-		rc = rm_node_slot(c, node, r, k, &slot);
+		bool tail = k >= r->committed_len / cs; /* checked against r->tail_csum */
+		rc = tail ? 0 : rm_node_slot(c, node, r, k, &slot);
 		if (rc == 0)
-			rc = recfs_rec_expect(c->p, r, k, &slot, &csum, &elen);
+			rc = recfs_rec_expect(c->p, r, k, tail ? NULL : &slot, &csum, &elen);
 		if (rc < 0) {
+			/* deleted meanwhile: its slots may be another's now */
+			if (rc == -ESTALE || rm_node_check(c, node, r, t0, true) == -ESTALE)
+				return -ESTALE;
 			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": no checksum: %s", r->name, start,
 			       start + want - 1, recfs_errmsg());
 			return -EIO;
 		}
 		bool ok = elen == want && recfs_chunk_csum(r->uid, k, buf, want) == csum;
 		/* slots are replicated: a member that missed updates (a failed
-		 * write) may hold a stale one; ask the others before failing */
-		for (unsigned alt = 1; !ok && k < r->committed_len / cs && alt < g->members; alt++)
+		 * write) may hold a stale one; ask the others before failing.
+		 * recfs_rec_slots_from reads only members and geometry, which a
+		 * reload never changes: no c->meta needed (see mount.h) */
+		for (unsigned alt = 1; !ok && !tail && alt < g->members; alt++)
 			ok = recfs_rec_slots_from(c->p, r, k, 1, &slot, alt) == 0 &&
 			     recfs_rec_expect(c->p, r, k, &slot, &csum, &elen) == 0 && elen == want &&
 			     recfs_chunk_csum(r->uid, k, buf, want) == csum;
 		if (!ok) {
+			/* a deleted recording's space may hold another's data
+			 * now (the checksums, seeded with the uid, tell): that
+			 * is no corruption */
+			if (rm_node_check(c, node, r, t0, true) == -ESTALE)
+				return -ESTALE;
 			rm_log("%s: bytes %" PRIu64 "-%" PRIu64
 			       ": checksum mismatch (member %s at %" PRIu64 ")",
 			       r->name, start, start + want - 1, d->path, moff);
 			return -EIO;
 		}
+	} else if (rm_node_check(c, node, r, t0, false) == -ESTALE) {
+		/* without checksums, only the entry tells whether these bytes
+		 * are still the recording's: it is re-read unless a re-read
+		 * that started after this pread began found it (one re-read
+		 * covers every fetch in flight) */
+		return -ESTALE;
 	}
 	*lenp = (uint32_t)want;
 	return 0;

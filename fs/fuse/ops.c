@@ -85,7 +85,8 @@ static struct rm_node *node_set(struct rm_ctx *c, const struct recfs_rec *r)
 		pthread_mutex_init(&n->lock, NULL);
 		n->rec = *r;
 		n->refreshed_ns = rm_now();
-		c->nodes[r->index] = n;
+		/* node_of reads it without c->meta: publish it initialised */
+		__atomic_store_n(&c->nodes[r->index], n, __ATOMIC_RELEASE);
 		return n;
 	}
 	pthread_mutex_lock(&n->lock);
@@ -95,6 +96,7 @@ static struct rm_node *node_set(struct rm_ctx *c, const struct recfs_rec *r)
 		n->reused = true;
 		node_drop_slots(n);
 		n->rec = *r;
+		n->checked_ns = 0;
 	} else if (r->committed_len >= n->rec.committed_len) {
 		n->rec = *r;
 	}
@@ -176,6 +178,70 @@ int rm_node_snapshot(struct rm_ctx *c, struct rm_node *n, bool force, struct rec
 	return 0;
 }
 
+int rm_node_check(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r,
+		  uint64_t since_ns, bool force)
+{
+	struct recfs_rec tmp = *r;
+	uint64_t now;
+	int rc;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->gone || n->rec.uid != r->uid) {
+		pthread_mutex_unlock(&n->lock);
+		return -ESTALE;
+	}
+	if (!force && n->checked_ns >= since_ns) {
+		pthread_mutex_unlock(&n->lock);
+		return 0;
+	}
+	pthread_mutex_unlock(&n->lock);
+	pthread_mutex_lock(&c->meta);
+	/* another thread may have checked while this one waited */
+	pthread_mutex_lock(&n->lock);
+	rc = !force && !n->gone && n->rec.uid == r->uid && n->checked_ns >= since_ns;
+	pthread_mutex_unlock(&n->lock);
+	if (rc) {
+		pthread_mutex_unlock(&c->meta);
+		return 0;
+	}
+	now = rm_now();
+	rc = recfs_rec_refresh(c->p, &tmp);
+	pthread_mutex_lock(&n->lock);
+	if (rc == -ENOENT || (rc == 0 && tmp.uid != r->uid)) {
+		if (n->rec.uid == r->uid)
+			n->gone = true;
+		rc = -ESTALE;
+	} else if (n->gone || n->rec.uid != r->uid) {
+		rc = -ESTALE;
+	} else {
+		if (rc == 0 && now > n->checked_ns)
+			n->checked_ns = now;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&n->lock);
+	pthread_mutex_unlock(&c->meta);
+	return rc;
+}
+
+/* Under c->meta, after a successful reload: a node whose index no longer
+ * holds its recording is gone (open files on it get ESTALE; a lookup of a
+ * new recording at that index brings it back with the new one). */
+static void nodes_mark_gone(struct rm_ctx *c)
+{
+	for (uint32_t i = 0; i < c->dir_capacity; i++) {
+		struct rm_node *n = c->nodes[i];
+		struct recfs_rec r;
+		bool present;
+		if (!n)
+			continue;
+		present = recfs_rec_get(c->p, i, &r) == 0;
+		pthread_mutex_lock(&n->lock);
+		if (!present || r.uid != n->rec.uid)
+			n->gone = true;
+		pthread_mutex_unlock(&n->lock);
+	}
+}
+
 /* Under n->lock: make room for slot page pi. */
 static int slot_pages_grow(struct rm_node *n, uint64_t pi)
 {
@@ -211,13 +277,8 @@ int rm_node_slot(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r,
 	struct recfs_slot *page;
 	int rc;
 
-	if (k >= full) {
-		/* the partial last chunk: its slot changes while recording */
-		pthread_mutex_lock(&c->meta);
-		rc = recfs_rec_slots(c->p, r, k, 1, out);
-		pthread_mutex_unlock(&c->meta);
-		return rc < 0 ? rc : 0;
-	}
+	if (k >= full) /* the partial last chunk is checked against r->tail_csum */
+		return -ERANGE;
 	pthread_mutex_lock(&n->lock);
 	if (n->rec.uid != r->uid) {
 		pthread_mutex_unlock(&n->lock);
@@ -350,14 +411,19 @@ static void set_readahead(struct rm_ctx *c)
 }
 
 /* Under c->meta: re-read the directory.  A read that raced the writer's
- * metadata update can fail its checksums (and leaves the directory empty):
- * try again once. */
+ * metadata update can fail its checksums (the library then keeps the
+ * directory it had): try again once.  Nodes whose recording went away are
+ * marked gone. */
 static int pack_reload(struct rm_ctx *c)
 {
+	int rc;
 	c->reloaded_ns = rm_now();
-	if (recfs_pack_reload(c->p) == 0)
-		return 0;
-	return recfs_pack_reload(c->p);
+	rc = recfs_pack_reload(c->p);
+	if (rc < 0)
+		rc = recfs_pack_reload(c->p);
+	if (rc == 0)
+		nodes_mark_gone(c);
+	return rc;
 }
 
 static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -427,8 +493,14 @@ static void rm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	n = node_of(c, ino);
-	if (!n || rm_node_snapshot(c, n, false, &r) < 0) {
+	if (!n) {
 		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	/* deleted since lookup: ESTALE (the kernel asks here before reading
+	 * an open file; a path lookup retries and then finds no name) */
+	if (rm_node_snapshot(c, n, false, &r) < 0) {
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	rec_stat(c, &r, &st);
