@@ -56,6 +56,8 @@ struct ck_rec {
 	bool aside;                 /* kept as found (a repair declined): not
 				       checked, its rows stay allocated */
 	bool commit_bad;            /* committed_len > alloc_len on disk */
+	bool own_known;             /* own: committed, or proven if crashed */
+	uint64_t own;
 	uint64_t commit_orig;
 	/* crash recovery */
 	bool crashed;
@@ -1204,8 +1206,29 @@ static void drop(struct ck *c, struct ck_rec *e)
 		entry_free(c, e->r.index, e->r.seq);
 }
 
-/* Does recording r own logical chunk lc (its data matches the slot)? */
-static bool owns(struct ck *c, const struct recfs_rec *r, uint64_t lc)
+/* The bytes of e that its checksums vouch for: its committed length, and
+ * for a crashed recording (state 1) the prefix proven past it. */
+static uint64_t own_len(struct ck *c, struct ck_rec *e)
+{
+	uint64_t len = e->r.committed_len, *cks = NULL, ncks = 0, lost = 0;
+
+	if (e->own_known)
+		return e->own;
+	e->own_known = true;
+	e->own = len;
+	if (e->r.state == RECFS_STATE_RECORDING && !e->commit_bad &&
+	    prove(c, &e->r, e->r.committed_len / c->g.chunk_size, e->r.alloc_len, &len, &cks, &ncks,
+		  &lost) == 0) {
+		free(cks);
+		if (len > e->own)
+			e->own = len;
+	}
+	return e->own;
+}
+
+/* Does recording r own logical chunk lc: its data matches the slot, within
+ * the len bytes it is known to hold? */
+static bool owns(struct ck *c, const struct recfs_rec *r, uint64_t lc, uint64_t len)
 {
 	const uint64_t cs = c->g.chunk_size;
 	uint64_t k = lc - r->ext_start / cs;
@@ -1213,28 +1236,37 @@ static bool owns(struct ck *c, const struct recfs_rec *r, uint64_t lc)
 	bool ok[RECFS_MAX_MEMBERS], yes = false;
 	uint8_t *data;
 
-	if (k * cs >= r->committed_len)
+	if (k * cs >= len)
 		return false;
 	data = recfs_alloc(cs);
 	if (!data)
 		return false;
 	read_slot(c, lc, v, ok);
 	if (read_chunk(c, r, k, data, NULL) == 0) {
-		uint64_t want = r->committed_len - k * cs >= cs ? cs : r->committed_len - k * cs;
+		uint64_t want = len - k * cs >= cs ? cs : len - k * cs;
 		for (unsigned i = 0; i < c->sb.member_count && !yes; i++)
 			yes = ok[i] && v[i].len == want &&
 			      recfs_chunk_csum(r->uid, k, data, want) == v[i].csum;
-		if (!yes && want < cs)
+		if (!yes && want < cs && len == r->committed_len)
 			yes = recfs_chunk_csum(r->uid, k, data, want) == r->tail_csum;
 	}
 	recfs_free(data);
 	return yes;
 }
 
+/*
+ * Two extents share bytes s..e-1 (A starts first or at the same place).
+ * The owner of the shared chunks is the one whose data matches the checksum
+ * table there, counting a crashed recording's proven prefix.  When neither
+ * does, the choice loses the fewest bytes the checksums vouch for: cut A
+ * before s (if it starts earlier), or drop the one that starts at s; a
+ * lossless cut is always taken first.
+ */
 static void overlaps(struct ck *c, uint32_t *ord, uint32_t n)
 {
 	const uint64_t cs = c->g.chunk_size;
 	struct recfs_pctx pc;
+	char why[RECFS_NAME_MAX + 64];
 
 	for (uint32_t x = 0; x < n; x++) {
 		struct ck_rec *A = &c->rec[ord[x]];
@@ -1248,19 +1280,34 @@ static void overlaps(struct ck *c, uint32_t *ord, uint32_t n)
 			uint64_t bend = B->r.ext_start + B->r.alloc_len;
 			uint64_t s = B->r.ext_start, e = aend < bend ? aend : bend;
 			uint64_t lc = s / cs;
-			/* the owner of the shared chunks: the one whose data
-			 * matches the checksum table; else the lower index */
+			uint64_t alen = own_len(c, A), blen = own_len(c, B);
 			struct ck_rec *win, *lose;
-			bool ao = owns(c, &A->r, lc), bo = owns(c, &B->r, lc);
-			if (bo && !ao)
+			bool ao = owns(c, &A->r, lc, alen), bo = owns(c, &B->r, lc, blen);
+			if (bo && !ao) {
 				win = B, lose = A;
-			else if (ao && !bo)
+			} else if (ao && !bo) {
 				win = A, lose = B;
-			else
+			} else if (A->r.ext_start < s) {
+				/* bytes lost: A's past s if cut, all of B's if dropped */
+				uint64_t keep = s - A->r.ext_start;
+				uint64_t acut = alen > keep ? alen - keep : 0;
+				if (acut <= blen)
+					win = B, lose = A;
+				else
+					win = A, lose = B;
+			} else if (alen != blen) {
+				win = alen > blen ? A : B, lose = win == A ? B : A;
+			} else {
 				win = A->r.index < B->r.index ? A : B, lose = win == A ? B : A;
+			}
+			if (ao != bo)
+				snprintf(why, sizeof(why), "the shared chunks hold '%s'", win->r.name);
+			else
+				snprintf(why, sizeof(why), "the shared chunks match neither's checksums");
 			memset(&pc, 0, sizeof(pc));
 			pc.name = lose->r.name;
 			pc.name2 = win->r.name;
+			pc.str = why;
 			pc.a = s;
 			pc.b = e - 1;
 			if (lose->r.ext_start < s) {
@@ -1273,6 +1320,8 @@ static void overlaps(struct ck *c, uint32_t *ord, uint32_t n)
 						lose->r.committed_len = lose->r.alloc_len;
 						lose->r.tail_csum = 0;
 					}
+					if (lose->own > lose->r.alloc_len)
+						lose->own = lose->r.alloc_len;
 					entry_next(c, &lose->r);
 				}
 			} else if (problem(c, PR_EXT_OVERLAP_DROP, &pc)) {
