@@ -100,7 +100,15 @@ struct rr_vdif_thread {
 	uint32_t next_sec, next_fn;
 	uint32_t max_fn;
 	bool seen;
+	/* frames further ahead than RR_VDIF_MAX_JUMP_S: suspect (a corrupt
+	 * seconds field) until RR_VDIF_RESYNC of them in a row agree */
+	uint32_t cand_n, cand_sec, cand_fn;     /* run length, its next frame */
+	uint32_t cand_sec0, cand_fn0;           /* its first frame */
+	uint32_t base_sec, base_fn;             /* next_* before the run */
+	uint64_t cand_off;                      /* at this stream offset */
 };
+#define RR_VDIF_MAX_JUMP_S 4u
+#define RR_VDIF_RESYNC 3u
 struct rr_vdif_track {
 	uint32_t frame_size;   /* expected bytes per frame; 0 learn from first */
 	uint32_t fps;          /* frames per second, 0 until learned */

@@ -54,6 +54,53 @@ void rr_vdif_track_free(struct rr_vdif_track *t)
 	t->th = NULL;
 }
 
+/* A frame more than RR_VDIF_MAX_JUMP_S seconds ahead of its thread: counted
+ * invalid and taking the expected frame's place (like a frame the source
+ * flagged invalid), so one corrupt seconds field costs one frame.  When RR_VDIF_RESYNC such frames in a row follow each other,
+ * the jump was real: they were valid, and the frames between are lost. */
+static uint32_t rr_vdif_suspect(struct rr_vdif_track *t, struct rr_vdif_thread *th,
+				const struct rr_vdif_hdr *h, uint64_t off)
+{
+	struct recfs_loss *l = t->loss;
+	l->invalid++;
+	if (!th->cand_n || h->seconds != th->cand_sec || h->frame_no != th->cand_fn) {
+		th->cand_n = 0;
+		th->cand_sec0 = h->seconds;
+		th->cand_fn0 = h->frame_no;
+		th->cand_off = off;
+		th->base_sec = th->next_sec;
+		th->base_fn = th->next_fn;
+	}
+	th->cand_n++;
+	th->cand_sec = h->seconds;
+	th->cand_fn = h->frame_no + 1;
+	if (t->fps && th->cand_fn >= t->fps) {
+		th->cand_sec++;
+		th->cand_fn = 0;
+	}
+	if (th->cand_n < RR_VDIF_RESYNC) {
+		if (++th->next_fn >= t->fps && t->fps) {
+			th->next_sec++;
+			th->next_fn = 0;
+		}
+		return h->length;
+	}
+
+	l->invalid -= th->cand_n;
+	if (!t->fps)
+		t->fps = th->max_fn + 1 > th->next_fn ? th->max_fn + 1 : th->next_fn;
+	int64_t d = (int64_t)(th->cand_sec0 - th->base_sec) * t->fps + th->cand_fn0 - th->base_fn;
+	if (d > 0) {
+		l->frames_lost += (uint64_t)d;
+		recfs_loss_add_gap(l, th->cand_off, d > UINT32_MAX ? UINT32_MAX : (uint32_t)d,
+				   (uint16_t)h->thread);
+	}
+	th->next_sec = th->cand_sec;
+	th->next_fn = th->cand_fn;
+	th->cand_n = 0;
+	return h->length;
+}
+
 uint32_t rr_vdif_frame(struct rr_vdif_track *t, const uint8_t *hdr, uint32_t len, uint64_t off)
 {
 	struct rr_vdif_hdr h;
@@ -77,6 +124,9 @@ uint32_t rr_vdif_frame(struct rr_vdif_track *t, const uint8_t *hdr, uint32_t len
 		th->max_fn = h.frame_no;
 		goto roll;
 	}
+	if (h.seconds > th->next_sec && h.seconds - th->next_sec > RR_VDIF_MAX_JUMP_S)
+		return rr_vdif_suspect(t, th, &h, off);
+	th->cand_n = 0;
 	if (h.frame_no > th->max_fn)
 		th->max_fn = h.frame_no;
 	if (t->fps && h.frame_no >= t->fps)

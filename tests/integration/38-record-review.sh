@@ -78,4 +78,33 @@ recfs cat "$PACK" vsrc >"$T_DIR/v.vdif"
 check "vdif after a short first read: frame size 8032 stored" python3 -c '
 import json,sys; j=[e for e in json.load(sys.stdin) if e["name"]=="vshort"][0]
 assert j["frame_size"]==8032 and j["size"]==803200, j' <<<"$(recfs ls --json "$PACK")"
+
+# --- 3a: one frame with a corrupt seconds field costs one invalid frame,
+# not a giant gap and every later frame out of order; a real jump of more
+# than a few seconds is still counted once the frames after it agree
+check "vdif 100 frames/s source" recfs-record --buffer 16M -q -i gen:vdif --threads 2 --frame-rate 100 \
+	--frame-size 1024 --size $((1024 * 3000)) "$PACK" v100
+recfs cat "$PACK" v100 >"$T_DIR/v100.vdif"
+python3 - "$T_DIR/v100.vdif" "$T_DIR/flip.vdif" "$T_DIR/jump.vdif" <<'PY'
+import struct, sys
+F = 1024
+d = open(sys.argv[1], 'rb').read()
+fr = [bytearray(d[i*F:(i+1)*F]) for i in range(len(d)//F)]
+flip = [bytearray(f) for f in fr]
+w0 = struct.unpack_from('<I', flip[500])[0]
+struct.pack_into('<I', flip[500], 0, (w0 & ~0x3fffffff) | ((w0 & 0x3fffffff) + 5000))
+open(sys.argv[2], 'wb').write(b''.join(flip))
+open(sys.argv[3], 'wb').write(b''.join(fr[:1000] + fr[2000:]))
+PY
+check "record a stream with one corrupt seconds field" recfs-record --buffer 16M -q --format vdif \
+	--stats-json "$T_DIR/flip.json" "$PACK" vflip <"$T_DIR/flip.vdif"
+check "corrupt seconds: 1 invalid, nothing lost or out of order" python3 -c '
+import json,sys; v=json.load(open(sys.argv[1]))["vdif"]
+assert v["frames_lost"]==0 and v["out_of_order"]==0 and v["invalid"]==1 and v["gaps"]==[], v' "$T_DIR/flip.json"
+check "record a stream that jumps 5 s" recfs-record --buffer 16M -q --format vdif \
+	--stats-json "$T_DIR/jump.json" "$PACK" vjump <"$T_DIR/jump.vdif"
+check "5 s jump: 500 frames lost per thread, at the first frame after it" python3 -c '
+import json,sys; v=json.load(open(sys.argv[1]))["vdif"]
+assert v["frames_lost"]==1000 and v["out_of_order"]==0 and v["invalid"]==0, v
+assert sorted((g["offset"], g["frames"]) for g in v["gaps"])==[(1024000, 500), (1025024, 500)], v' "$T_DIR/jump.json"
 finish
