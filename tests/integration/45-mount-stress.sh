@@ -15,8 +15,10 @@ for n in a b c d; do
 done
 head -c $((4 << 20)) /dev/urandom >"$T_DIR/live"
 
+# run in the background only: the subshell becomes python3 (exec), so
+# $! is the reader itself and the cleanup can kill it by PID
 reader() { # file seconds seed
-	python3 - "$M/$1" "$T_DIR/$1" "$2" "$3" <<'PY'
+	exec python3 - "$M/$1" "$T_DIR/$1" "$2" "$3" <<'PY'
 import os, random, sys, time
 path, src, secs, seed = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
 ref = open(src, 'rb').read()
@@ -40,12 +42,15 @@ for opts in direct_io,cache_mb=1,prefetch=2,io_threads=2 cache_mb=1; do
 	for n in a b c d; do
 		reader $n 6 $RANDOM >"$T_DIR/r.$n.log" 2>&1 &
 		pids+=($!)
+		cleanup_add "kill_own $! '$M/'"
 	done
 	reader a 6 $RANDOM >"$T_DIR/r.a2.log" 2>&1 &
 	pids+=($!)
+	cleanup_add "kill_own $! '$M/'"
 	"$TESTWRITE" --sync-every 128K --pace-ms 100 --size-hint 8M "$PACK" "live-$RANDOM" \
 		"$T_DIR/live" >"$T_DIR/w.log" 2>&1 &
 	wpid=$!
+	cleanup_add "kill_own $wpid '$T_DIR/live'"
 	lsfail=0
 	t_end=$(($(date +%s) + 5))
 	while [ "$(date +%s)" -lt $t_end ]; do

@@ -30,6 +30,15 @@ kill_own() {
 	grep -qaF -- "$2" "/proc/$1/cmdline" 2>/dev/null && kill "$1"
 }
 
+# force_unmount DIR: for cleanups.  fusermount3 -u; when that fails (a
+# process still has a file open: busy), a lazy unmount, so that killing
+# the driver afterwards leaves no dead mount ("Transport endpoint is not
+# connected") behind.
+force_unmount() {
+	mountpoint -q "$1" || return 0
+	fusermount3 -u "$1" 2>/dev/null || fusermount3 -uz "$1"
+}
+
 # mount_pack PACK DIR [OPTIONS...]: starts `recfs-mount -f` in the
 # background (log in $T_DIR/mount.log), sets MOUNT_PID, registers the
 # unmount, waits for the mount.  Fails if it does not appear.
@@ -40,7 +49,7 @@ mount_pack() {
 	recfs-mount -f "$@" "$pack" "$dir" 2>>"$T_DIR/mount.log" &
 	MOUNT_PID=$!
 	cleanup_add "kill_own $MOUNT_PID '$dir'"
-	cleanup_add "mountpoint -q '$dir' && fusermount3 -u '$dir'"
+	cleanup_add "force_unmount '$dir'"
 	wait_mounted "$dir" "$MOUNT_PID" && return 0
 	echo "mount_pack: $dir did not appear; driver log:" >&2
 	tail -5 "$T_DIR/mount.log" >&2
