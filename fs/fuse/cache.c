@@ -29,6 +29,7 @@ struct rm_chunk {
 	unsigned refs;
 	uint64_t tick; /* last use, for LRU */
 	bool temp;     /* outside the cache: freed on last put */
+	bool stale;    /* too short for a reader: no new claims, reused when free */
 	void *buf;
 	/* what to fill it from (set by whoever queues it) */
 	struct rm_node *node;
@@ -179,7 +180,7 @@ static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t k, uin
 	struct rm_chunk *victim = NULL;
 	for (unsigned i = 0; i < ca->n; i++) {
 		struct rm_chunk *e = &ca->e[i];
-		if (e->uid == uid && e->k == k && e->state != RM_EMPTY) {
+		if (e->uid == uid && e->k == k && e->state != RM_EMPTY && !e->stale) {
 			if (e->state == RM_LOADING) {
 				e->refs++;
 				*how = CL_WAIT;
@@ -191,13 +192,15 @@ static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t k, uin
 				*how = CL_HIT;
 				return e;
 			}
-			e->uid = 0; /* too short: the recording grew since */
+			/* too short: the recording grew since.  Its holders
+			 * still read their (shorter) range from it, so its key
+			 * stays; it only takes no new claims. */
+			e->stale = true;
 		}
 		if (e->refs || e->state == RM_LOADING)
 			continue;
-		if (!victim)
-			victim = e;
-		else if (victim->uid != 0 && (e->uid == 0 || e->tick < victim->tick))
+		bool e_free = e->uid == 0 || e->stale, v_free = victim && (victim->uid == 0 || victim->stale);
+		if (!victim || (!v_free && (e_free || e->tick < victim->tick)))
 			victim = e;
 	}
 	if (!victim) {
@@ -206,6 +209,7 @@ static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t k, uin
 	}
 	victim->uid = uid;
 	victim->k = k;
+	victim->stale = false;
 	victim->state = RM_LOADING;
 	victim->len = 0;
 	victim->err = 0;
