@@ -81,6 +81,7 @@ struct rr_member_stat {
 struct rr {
 	/* options */
 	const char *pack_spec, *name, *input_spec, *stats_json;
+	FILE *json_f;                    /* --stats-json, opened before the start */
 	enum rr_input_kind in_kind;
 	const char *in_path;             /* file:PATH, NULL for stdin */
 	int in_fd;
@@ -1199,12 +1200,10 @@ static void rr_json_str(FILE *f, const char *s)
 static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why,
 			 const struct rusage *ru)
 {
-	FILE *f = strcmp(r->stats_json, "-") ? fopen(r->stats_json, "w") : stdout;
-	if (!f) {
-		fprintf(stderr, PROG ": %s: cannot write statistics: %s\n", r->stats_json,
-			strerror(errno));
-		return -errno;
-	}
+	FILE *f = r->json_f;
+	r->json_f = NULL;
+	if (!f)
+		return 0;
 	double dur = r->t_first ? (double)(r->t_end - r->t_first) * 1e-9 : 0;
 	const struct recfs_loss *l = &r->loss;
 	fprintf(f, "{\n  \"name\": ");
@@ -1255,9 +1254,10 @@ static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop wh
 		(double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec * 1e-6);
 	fprintf(f, "  \"commits\": %llu,\n  \"commit_max_s\": %.6f\n}\n",
 		(unsigned long long)r->commits, (double)r->commit_max_ns * 1e-9);
-	if (f != stdout && fclose(f)) {
+	int bad = ferror(f);
+	if (f != stdout ? fclose(f) || bad : fflush(f) || bad) {
 		fprintf(stderr, PROG ": %s: cannot write statistics: %s\n", r->stats_json,
-			strerror(errno));
+			strerror(errno ? errno : EIO));
 		return -EIO;
 	}
 	return 0;
@@ -1554,6 +1554,17 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
+	/* the statistics file now: one that cannot be written refuses the
+	 * start instead of failing after the recording */
+	if (r->stats_json) {
+		r->json_f = strcmp(r->stats_json, "-") ? fopen(r->stats_json, "w") : stdout;
+		if (!r->json_f) {
+			fprintf(stderr, PROG ": %s: cannot write statistics: %s\n", r->stats_json,
+				strerror(errno));
+			goto out_close_input_ring;
+		}
+	}
+
 	pthread_t rcv_thr, cm_thr;
 	r->t_start = rr_mono_ns();
 	if ((err = pthread_create(&rcv_thr, NULL, rcv_main, r))) {
@@ -1639,6 +1650,11 @@ int main(int argc, char **argv)
 	if (!r->quiet)
 		rr_summary(r, r->rec.committed_len, &ru);
 	char hs[32];
+	/* the statistics before the last line, which stays the verdict; a
+	 * write error there is reported but leaves the exit status alone */
+	struct rusage ru2;
+	getrusage(RUSAGE_SELF, &ru2);
+	rr_write_json(r, r->rec.committed_len, status, why, &ru2);
 	if (err)
 		fprintf(stderr, PROG ": %s\n", msg);
 	else if (msg[0])
@@ -1651,11 +1667,10 @@ int main(int argc, char **argv)
 			recfs_fmt_size(r->rec.committed_len, hs, sizeof(hs)), rr_stop_what[why]);
 
 out_stats:
-	if (r->stats_json) {
-		struct rusage ru2;
-		getrusage(RUSAGE_SELF, &ru2);
-		if (rr_write_json(r, r->rec.committed_len, status, why, &ru2) && status == RR_EXIT_OK)
-			status = RR_EXIT_INPUT;
+	if (r->json_f) { /* not created: the statistics say so */
+		struct rusage ru3;
+		getrusage(RUSAGE_SELF, &ru3);
+		rr_write_json(r, r->rec.committed_len, status, why, &ru3);
 	}
 out_close_input_ring:
 	if (r->data_efd >= 0)
@@ -1664,6 +1679,8 @@ out_close_input_ring:
 		close(r->space_efd);
 	if (r->aio_efd >= 0)
 		close(r->aio_efd);
+	if (r->json_f && r->json_f != stdout)
+		fclose(r->json_f);
 	if (r->ring)
 		munmap(r->ring, r->ring_size);
 	if (r->in_fd > 0)

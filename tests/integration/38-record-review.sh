@@ -107,4 +107,15 @@ check "5 s jump: 500 frames lost per thread, at the first frame after it" python
 import json,sys; v=json.load(open(sys.argv[1]))["vdif"]
 assert v["frames_lost"]==1000 and v["out_of_order"]==0 and v["invalid"]==0, v
 assert sorted((g["offset"], g["frames"]) for g in v["gaps"])==[(1024000, 500), (1025024, 500)], v' "$T_DIR/jump.json"
+
+# --- 4a: an unwritable --stats-json refuses the start (exit 1, pack
+# unchanged); a writable one is complete when the last line is printed
+snap=$(snapshot $MEMBERS)
+run recfs-record --buffer 16M -q -i gen:counter --size 1M --stats-json "$T_DIR/no/such/dir/s.json" "$PACK" nojson
+check "unwritable --stats-json: exit 1 ($RC)" test "$RC" = 1
+check "unwritable --stats-json: the last line names the file" grep -q "no/such/dir/s.json: cannot write statistics" <<<"$(tail -1 <<<"$OUT")"
+expect_unchanged "unwritable --stats-json: pack unchanged" "$snap" $MEMBERS
+run recfs-record --buffer 16M -i gen:counter --size 1M --stats-json "$T_DIR/ok.json" "$PACK" okjson
+check "--stats-json: exit 0, the last line is the verdict" grep -q "'okjson' sealed at 1048576 bytes" <<<"$(tail -1 <<<"$OUT")"
+check "--stats-json: written" python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["bytes"]==1048576' "$T_DIR/ok.json"
 finish
