@@ -981,6 +981,8 @@ static int pass3(struct ck *c)
 					pc.str = why;
 					if (problem(c, PR_ENT_DAMAGED, &pc))
 						entry_free_both(c, idx);
+					else
+						c->keep_leaks = true; /* its extent is unknown */
 				} else if (c->hwm_known) {
 					if (problem(c, PR_ENT_UNUSED, &pc))
 						entry_free_both(c, idx);
@@ -1427,10 +1429,12 @@ static int pass4(struct ck *c)
 		pc.a = r->ext_start;
 		pc.b = r->alloc_len;
 		pc.c = c->g.capacity;
-		if (problem(c, PR_EXT_RANGE, &pc))
+		if (problem(c, PR_EXT_RANGE, &pc)) {
 			drop(c, e);
-		else
+		} else {
 			e->drop = true; /* not usable for anything below */
+			c->keep_leaks = true; /* nor are its rows known */
+		}
 	}
 	/* committed beyond the allocation: keep what the checksums prove */
 	for (uint32_t x = 0; x < c->nrec; x++) {

@@ -161,6 +161,80 @@ static void test_evil_everything(void **s)
 	}
 }
 
+/* Answers "no" to the problems named in ctx->no, "yes" to the rest. */
+struct asker {
+	const char *no;
+	char last[512];
+	unsigned leaks;
+};
+
+static void ask_out(void *ctx, const char *line)
+{
+	struct asker *k = ctx;
+	snprintf(k->last, sizeof(k->last), "%s", line);
+}
+
+static int ask_answer(void *ctx, const char *question)
+{
+	struct asker *k = ctx;
+	(void)question;
+	k->leaks += !strncmp(k->last, "PR_BMP_LEAK:", 12);
+	return strncmp(k->last, k->no, strlen(k->no)) ? RECFS_ASK_YES : RECFS_ASK_NO;
+}
+
+/* newest valid bitmap copy of member 0: is row set? */
+static bool row_set(struct recfs_fault *f, const struct recfs_geom *g, uint64_t seed, uint64_t row)
+{
+	const uint8_t *img = recfs_fault_image(f, 0);
+	struct recfs_bitmap_hdr h;
+	uint64_t best = 0;
+	int pick = -1;
+	for (int k = 0; k < 2; k++)
+		if (recfs_bitmap_decode(img + g->bitmap_off + k * g->bitmap_copy_size, g->bitmap_copy_size,
+					seed, &h) == 0 && h.seq > best)
+			best = h.seq, pick = k;
+	assert_true(pick >= 0);
+	return recfs_bit_test(img + g->bitmap_off + pick * g->bitmap_copy_size + RECFS_BLOCK, row);
+}
+
+/* A recording whose entry is damaged everywhere, the drop declined: its
+ * rows must not be freed as leaked by a later "yes". */
+static void test_declined_drop_keeps_rows(void **s)
+{
+	struct recfs_fault *f = populated();
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	struct recfs_geom g;
+	struct asker k = {.no = "PR_ENT_DAMAGED:"};
+	struct recfs_check_opts o = {.mode = RECFS_CHECK_ASK, .out = ask_out, .ask = ask_answer, .ctx = &k};
+	struct recfs_check_stats st;
+	struct recfs_dev *d[2];
+	uint64_t seed;
+	(void)s;
+
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &p), 0);
+	assert_int_equal(recfs_rec_lookup(p, "r1", &r), 0);
+	g = *recfs_pack_geom(p);
+	seed = p->pack_seed;
+	recfs_pack_close(p);
+	recfs_fault_reboot(f);
+	uint64_t row = r.ext_start / g.row_bytes;
+	assert_true(row_set(f, &g, seed, row));
+	/* both slots of its entry, on both members */
+	for (unsigned m = 0; m < 2; m++)
+		for (unsigned sl = 0; sl < 2; sl++)
+			recfs_fault_image(f, m)[g.dir_off + ((uint64_t)r.index * 2 + sl) * RECFS_ENTRY_SIZE + 100] ^= 0x55;
+	for (unsigned i = 0; i < 2; i++)
+		d[i] = recfs_fault_dev(f, i);
+	int ret = recfs_check(d, 2, &o, &st);
+	for (unsigned i = 0; i < 2; i++)
+		recfs_dev_close(d[i]);
+	assert_false(ret & RECFS_FSCK_ERROR);
+	assert_int_equal(k.leaks, 0);
+	assert_true(row_set(f, &g, seed, row));
+	recfs_fault_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -168,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_evil_metadata),
 		cmocka_unit_test(test_evil_everything),
+		cmocka_unit_test(test_declined_drop_keeps_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
