@@ -3,11 +3,17 @@
  * recfs-mount internals: the FUSE driver's shared state.
  *
  * Locking: ctx->meta serialises every librecfs call that touches the
- * pack's in-memory directory or reads metadata (lookup, get, next,
- * refresh, reload, slots, info).  The data path never takes it: it maps
- * chunks with recfs_map and preads the member fds directly.  Each node
- * has its own lock for its recording copy and its checksum-slot pages.
- * The chunk cache has one lock and one condition variable.
+ * pack's in-memory directory or bitmap (lookup, get, next, refresh,
+ * reload, slots, info).  The data path never takes it: it maps chunks with
+ * recfs_map and preads the member fds directly, and it asks the other
+ * members for a chunk's checksum slot (recfs_rec_slots_from, after a
+ * mismatch) without it too: that call reads only the members (p->m[]) and
+ * the geometry (p->g), which recfs_pack_reload never writes (it replaces
+ * only the directory and bitmap tables), and a member's fd is only ever
+ * closed at unmount (p->m[].failed is set only by writes, which a mount
+ * never does; file preads are thread-safe).  Each node has its own lock for its recording copy
+ * and its checksum-slot pages.  Lock order: ctx->meta, then a node's lock,
+ * then the chunk cache's lock (one lock and one condition variable).
  */
 #ifndef RECFS_MOUNT_H
 #define RECFS_MOUNT_H
