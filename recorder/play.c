@@ -385,11 +385,13 @@ int main(int argc, char **argv)
 		else
 			P = pl.packet_size ? pl.packet_size
 			  : pl.rec.input.frame_size ? pl.rec.input.frame_size : 8192u;
-		if (P > 65507) {
-			fprintf(stderr, PROG ": '%s': frame size %u does not fit a datagram; use --packet-size\n",
-				pl.name, P);
-			goto out_close_pack;
-		}
+	}
+	/* what goes on the wire: the payload behind its --sequence number */
+	if ((uint64_t)P + (pl.sequence ? 8 : 0) > 65507) {
+		fprintf(stderr, PROG ": %s%s%s: %u-byte payloads%s do not fit a datagram (65507 bytes); "
+			"use --packet-size\n", pl.name ? "'" : "", pl.name ? pl.name : "--gen",
+			pl.name ? "'" : "", P, pl.sequence ? " behind an 8-byte --sequence" : "");
+		goto out_close_pack;
 	}
 	if (pl_connect(&pl))
 		goto out_close;

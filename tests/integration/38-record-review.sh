@@ -118,4 +118,13 @@ expect_unchanged "unwritable --stats-json: pack unchanged" "$snap" $MEMBERS
 run recfs-record --buffer 16M -i gen:counter --size 1M --stats-json "$T_DIR/ok.json" "$PACK" okjson
 check "--stats-json: exit 0, the last line is the verdict" grep -q "'okjson' sealed at 1048576 bytes" <<<"$(tail -1 <<<"$OUT")"
 check "--stats-json: written" python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["bytes"]==1048576' "$T_DIR/ok.json"
+
+# --- 4c: recfs-play counts --sequence's 8 bytes in the datagram size
+PORT=$(free_port)
+expect_err "play --sequence with a 65507-byte payload is refused before sending" 1 \
+	"65507-byte payloads behind an 8-byte --sequence do not fit a datagram" \
+	recfs-play --gen counter --packet-size 65507 --sequence --size 1M --udp "127.0.0.1:$PORT"
+expect_err "play --sequence of a recording with 65500-byte packets is refused" 1 \
+	"'okjson': 65500-byte payloads behind an 8-byte --sequence do not fit" \
+	recfs-play --packet-size 65500 --sequence "$PACK" okjson --udp "127.0.0.1:$PORT"
 finish
