@@ -121,7 +121,8 @@ struct rr {
 
 	/* receiver statistics; loss_pub is the committer's copy */
 	struct recfs_loss loss;
-	uint64_t kernel_dropped;
+	uint64_t ring_dropped, kernel_dropped; /* loss.dropped is their sum */
+	uint32_t ovfl_last;              /* the socket's last SO_RXQ_OVFL count */
 	pthread_mutex_t loss_lock;
 	struct recfs_loss loss_pub;
 	char in_err[256];
@@ -427,6 +428,21 @@ static void rcv_stream(struct rr *r)
 
 #define RR_BATCH 64
 
+/* The socket's overflow count (SO_RXQ_OVFL, cumulative, 32 bits) on the
+ * last datagram of a batch; the recording's `dropped` is ring-full plus
+ * kernel drops. */
+static void rcv_kernel_drops(struct rr *r, struct msghdr *h)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(h); cm; cm = CMSG_NXTHDR(h, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
+			uint32_t v;
+			memcpy(&v, CMSG_DATA(cm), sizeof(v));
+			r->kernel_dropped += (uint32_t)(v - r->ovfl_last);
+			r->ovfl_last = v;
+		}
+	r->loss.dropped = r->ring_dropped + r->kernel_dropped;
+}
+
 static void rcv_udp(struct rr *r)
 {
 	uint64_t filled = 0, deadline = r->duration_ns ? rr_mono_ns() + r->duration_ns : 0;
@@ -495,6 +511,8 @@ static void rcv_udp(struct rr *r)
 				iov[i][0] = (struct iovec){ scratch, 65536 };
 				msgs[i].msg_hdr.msg_iov = iov[i];
 				msgs[i].msg_hdr.msg_iovlen = 1;
+				msgs[i].msg_hdr.msg_control = ctl[i];
+				msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i]);
 			}
 			int got = recvmmsg(sock, msgs, RR_BATCH, MSG_WAITFORONE, NULL);
 			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -506,7 +524,8 @@ static void rcv_udp(struct rr *r)
 			if (got <= 0)
 				continue;
 			r->loss.packets += (uint64_t)got;
-			r->loss.dropped += (uint64_t)got;
+			r->ring_dropped += (uint64_t)got;
+			rcv_kernel_drops(r, &msgs[got - 1].msg_hdr);
 			continue;
 		}
 		for (unsigned i = 0; i < nm; i++) {
@@ -557,15 +576,8 @@ static void rcv_udp(struct rr *r)
 			}
 			dst += P;
 		}
-		if (got > 0) {
-			struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[got - 1].msg_hdr);
-			for (; cm; cm = CMSG_NXTHDR(&msgs[got - 1].msg_hdr, cm))
-				if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL) {
-					uint32_t v;
-					memcpy(&v, CMSG_DATA(cm), sizeof(v));
-					r->kernel_dropped = v;
-				}
-		}
+		if (got > 0)
+			rcv_kernel_drops(r, &msgs[got - 1].msg_hdr);
 		filled = dst;
 		if (filled > old + budget)
 			filled = old + budget; /* cut the last datagram at the limit */
@@ -1236,7 +1248,7 @@ static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop wh
 	fprintf(f, "  \"datagrams\": {\"received\": %llu, \"wrong_size\": %llu, "
 		"\"dropped_ring_full\": %llu, \"dropped_kernel\": %llu},\n",
 		(unsigned long long)l->packets, (unsigned long long)l->wrong_size,
-		(unsigned long long)l->dropped, (unsigned long long)r->kernel_dropped);
+		(unsigned long long)r->ring_dropped, (unsigned long long)r->kernel_dropped);
 	fprintf(f, "  \"vdif\": {\"frame_size\": %u, \"frames_lost\": %llu, \"out_of_order\": %llu, "
 		"\"invalid\": %llu, \"gaps_coalesced\": %s, \"gaps\": [",
 		r->fmt_vdif ? (atomic_load(&r->learned_frame) ? atomic_load(&r->learned_frame)
@@ -1286,7 +1298,7 @@ static void rr_summary(struct rr *r, uint64_t len, const struct rusage *ru)
 		fprintf(stderr, "datagrams  %llu received, %llu wrong size, %llu dropped (ring full), "
 			"%llu dropped by the kernel\n",
 			(unsigned long long)l->packets, (unsigned long long)l->wrong_size,
-			(unsigned long long)l->dropped, (unsigned long long)r->kernel_dropped);
+			(unsigned long long)r->ring_dropped, (unsigned long long)r->kernel_dropped);
 	if (r->fmt_vdif)
 		fprintf(stderr, "vdif       %llu frames lost in %u gaps%s, %llu out of order, %llu invalid\n",
 			(unsigned long long)l->frames_lost, r->rec.loss.gap_count,

@@ -127,4 +127,34 @@ expect_err "play --sequence with a 65507-byte payload is refused before sending"
 expect_err "play --sequence of a recording with 65500-byte packets is refused" 1 \
 	"'okjson': 65500-byte payloads behind an 8-byte --sequence do not fit" \
 	recfs-play --packet-size 65500 --sequence "$PACK" okjson --udp "127.0.0.1:$PORT"
+
+# --- 3c: datagrams the kernel dropped (socket buffer overflow) are stored
+# with the recording, not only in the summary
+PORT=$(free_port)
+recfs-record --buffer 16M -q -i "udp:127.0.0.1:$PORT" --rcvbuf 64K -d 3 \
+	--stats-json "$T_DIR/ovfl.json" "$PACK" ovfl 2>/dev/null &
+pid=$!
+cleanup_add "kill $pid"
+check "recorder bound to udp:$PORT" wait_bound "$PORT"
+kill -STOP $pid # the socket buffer overflows
+python3 - "$PORT" 1000 <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[2])):
+    s.sendto(b'k' * 1000, ("127.0.0.1", int(sys.argv[1])))
+PY
+kill -CONT $pid
+sleep 0.5
+python3 - "$PORT" 5 <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(int(sys.argv[2])):
+    s.sendto(b'k' * 1000, ("127.0.0.1", int(sys.argv[1]))); time.sleep(0.01)
+PY
+wait $pid
+check "kernel drops: counted, and stored as the recording's dropped" python3 -c '
+import json,sys; d=json.load(open(sys.argv[1]))["datagrams"]
+e=[e for e in json.loads(sys.argv[2]) if e["name"]=="ovfl"][0]
+assert d["dropped_kernel"]>0 and d["received"]+d["dropped_kernel"]==1005, d
+assert e["dropped"]==d["dropped_kernel"]+d["dropped_ring_full"], (e, d)' "$T_DIR/ovfl.json" "$(recfs ls --json "$PACK")"
 finish
