@@ -40,6 +40,10 @@ struct rm_cache {
 	pthread_mutex_t lock;
 	pthread_cond_t done; /* an entry left LOADING */
 	pthread_cond_t work; /* a job was queued */
+	pthread_cond_t freed; /* an entry lost its last reference */
+	unsigned nfree_wait;  /* readers waiting on freed */
+	unsigned ntemp, max_temp; /* live temporary entries, their limit */
+	unsigned prefetch;    /* c->o.prefetch, capped to what the cache holds */
 	struct rm_chunk *e;
 	unsigned n;
 	uint64_t tick;
@@ -221,10 +225,24 @@ static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t k, uin
 
 static void put_locked(struct rm_cache *ca, struct rm_chunk *e)
 {
-	if (--e->refs == 0 && e->temp) {
+	if (--e->refs)
+		return;
+	if (e->temp) {
 		free(e->buf);
 		free(e);
+		ca->ntemp--;
 	}
+	if (ca->nfree_wait)
+		pthread_cond_broadcast(&ca->freed);
+}
+
+/* Under ca->lock: entries a claim could take now. */
+static unsigned free_entries(const struct rm_cache *ca)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < ca->n; i++)
+		n += ca->e[i].refs == 0 && ca->e[i].state != RM_LOADING;
+	return n;
 }
 
 static void put(struct rm_cache *ca, struct rm_chunk *e)
@@ -297,11 +315,12 @@ static void *fetch_thread(void *arg)
 	return NULL;
 }
 
-static struct rm_chunk *temp_entry(uint64_t uid, uint64_t k)
+static struct rm_chunk *temp_entry(struct rm_cache *ca, uint64_t uid, uint64_t k)
 {
 	struct rm_chunk *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
+	ca->ntemp++;
 	e->uid = uid;
 	e->k = k;
 	e->state = RM_LOADING;
@@ -333,6 +352,14 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 		bool retry = false;
 		pthread_mutex_lock(&ca->lock);
 		ca->n_requests += attempt == 0;
+		/* the cache is full of chunks in use and other requests hold
+		 * as many uncached buffers as allowed: wait for them (this
+		 * one holds nothing yet) rather than exceed the budget more */
+		while (ca->ntemp >= ca->max_temp && free_entries(ca) < n) {
+			ca->nfree_wait++;
+			pthread_cond_wait(&ca->freed, &ca->lock);
+			ca->nfree_wait--;
+		}
 		for (i = 0; i < n; i++) {
 			uint64_t k = k0 + i, cend = (k + 1) * cs;
 			uint32_t need = (uint32_t)((cend < end ? cend : end) - k * cs);
@@ -341,7 +368,7 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 			ca->n_wait += how[i] == CL_WAIT;
 			ca->n_temp += how[i] == CL_NONE;
 			if (how[i] == CL_NONE) {
-				es[i] = temp_entry(r->uid, k);
+				es[i] = temp_entry(ca, r->uid, k);
 				how[i] = CL_FILL;
 			}
 			if (es[i] && how[i] == CL_FILL) {
@@ -359,14 +386,14 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 		/* prefetch for a sequential reader: one whose request starts
 		 * within a chunk of where its last one ended (the kernel's
 		 * read-ahead requests arrive slightly out of order) */
-		if (c->o.prefetch) {
+		if (ca->prefetch) {
 			uint64_t last = (r->committed_len + cs - 1) / cs;
 			uint64_t prev = __atomic_load_n(&f->next_off, __ATOMIC_RELAXED);
 			if (off <= prev + cs && off + cs >= prev) {
-				uint64_t j = f->ahead > k1 + 1 && f->ahead <= k1 + c->o.prefetch + 1
+				uint64_t j = f->ahead > k1 + 1 && f->ahead <= k1 + ca->prefetch + 1
 						 ? f->ahead
 						 : k1 + 1;
-				for (; j <= k1 + c->o.prefetch && j < last; j++) {
+				for (; j <= k1 + ca->prefetch && j < last; j++) {
 					int h;
 					uint32_t need = (uint32_t)((j + 1) * cs <= r->committed_len
 								       ? cs
@@ -460,13 +487,20 @@ int rm_cache_new(struct rm_ctx *c)
 	uint64_t cs = c->g->chunk_size;
 	unsigned per_req = (unsigned)(((1u << 20) + cs - 1) / cs) + 1;
 	uint64_t budget = ((uint64_t)c->o.cache_mb << 20) / cs;
-	uint64_t min = (uint64_t)c->o.prefetch * 2 + per_req * 2 + 2;
+	uint64_t floor = per_req + 1, room;
 	if (!ca)
 		return -ENOMEM;
 	c->cache = ca;
-	ca->n = (unsigned)(budget > min ? budget : min);
+	/* the budget rules: at least one request's chunks and one more,
+	 * whatever cache_mb says; read-ahead shrinks to fit (twice the
+	 * prefetch window and two requests' chunks, when there is room) */
+	ca->n = (unsigned)(budget > floor ? budget : floor);
 	if (ca->n > 4096)
 		ca->n = 4096;
+	room = ca->n > per_req * 2 + 2 ? (ca->n - per_req * 2 - 2) / 2 : 0;
+	ca->prefetch = c->o.prefetch < room ? c->o.prefetch : (unsigned)room;
+	/* uncached buffers for requests that find every entry in use */
+	ca->max_temp = per_req;
 	ca->e = calloc(ca->n, sizeof(*ca->e));
 	/* One anonymous mapping for every buffer, on transparent huge pages
 	 * where the kernel allows: replying from a buffer pins its pages, and
@@ -498,6 +532,7 @@ int rm_cache_new(struct rm_ctx *c)
 	pthread_mutex_init(&ca->lock, NULL);
 	pthread_cond_init(&ca->done, NULL);
 	pthread_cond_init(&ca->work, NULL);
+	pthread_cond_init(&ca->freed, NULL);
 	ca->thr = calloc(c->o.io_threads ? c->o.io_threads : 1, sizeof(*ca->thr));
 	if (!ca->thr)
 		return -ENOMEM;
