@@ -953,12 +953,38 @@ static int pass3(struct ck *c)
 						}
 						continue;
 					}
+					/* damaged: judged below, once best is known */
+				}
+			}
+			/*
+			 * A damaged slot is a torn or damaged newer generation only
+			 * if it fits: its seq is in its own slot and, beside a valid
+			 * generation, is the next one.  Anything else is a previous
+			 * pack's slot (mkfs leaves them) or older damage, and is
+			 * ignored.  With no valid generation, the entry is a create
+			 * that never completed unless a slot shows this pack got
+			 * past generation 1 (slot 1 beyond seq 1, or seq 2 in slot 0).
+			 */
+			FOR_MEMBERS(c, i, m) {
+				if (!rd[i])
+					continue;
+				for (unsigned s = 0; s < 2; s++) {
+					const uint8_t *raw = buf[i] + (size_t)k * pair + s * RECFS_ENTRY_SIZE;
+					struct raw_entry_view v;
+					raw_entry(raw, c->seed, &v);
+					if (v.magic != RECFS_ENT_MAGIC || v.index != idx || (v.seq & 1) != s)
+						continue;
+					if (recfs_entry_decode(raw, c->seed, idx, &r) == 0 || (v.csum_ok && v.seq))
+						continue; /* valid, or lenient */
+					if (bestraw && v.seq != best.seq + 1)
+						continue;
+					if (!bestraw && (s == 1 ? v.seq != 1 || v.committed != 0 : v.seq == 2))
+						fresh = false;
 					if (!damaged)
 						entry_why(why, sizeof(why));
 					damaged = true;
 					if (v.seq > damaged_seq)
 						damaged_seq = v.seq;
-					fresh = fresh && v.seq == 1 && v.committed == 0;
 				}
 			}
 			if (lenient && (!bestraw || lenient_seq > best.seq)) {
