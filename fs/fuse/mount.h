@@ -11,9 +11,9 @@
  * the geometry (p->g), which recfs_pack_reload never writes (it replaces
  * only the directory and bitmap tables), and a member's fd is only ever
  * closed at unmount (p->m[].failed is set only by writes, which a mount
- * never does; file preads are thread-safe).  Each node has its own lock for its recording copy
- * and its checksum-slot pages.  Lock order: ctx->meta, then a node's lock,
- * then the chunk cache's lock (one lock and one condition variable).
+ * never does; file preads are thread-safe).  Each node has its own lock
+ * for its recording copy and its checksum-slot pages.  Lock order:
+ * ctx->meta, then a node's lock, then the chunk cache's lock.
  */
 #ifndef RECFS_MOUNT_H
 #define RECFS_MOUNT_H

@@ -305,7 +305,8 @@ int rm_node_slot(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r,
 	*out = page[k - first];
 
 	pthread_mutex_lock(&n->lock);
-	if (n->rec.uid == r->uid && slot_pages_grow(n, pi) == 0 && n->page_n[pi] < last - first) {
+	if (n->rec.uid == r->uid && n->opens && slot_pages_grow(n, pi) == 0 &&
+	    n->page_n[pi] < last - first) {
 		free(n->pages[pi]);
 		n->pages[pi] = page;
 		n->page_n[pi] = (uint32_t)(last - first);
@@ -609,6 +610,7 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f->uid = r.uid;
 	pthread_mutex_lock(&n->lock);
 	reused = n->reused;
+	n->opens++;
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)f;
 	if (c->o.direct_io || r.state != RECFS_STATE_SEALED) {
@@ -652,7 +654,15 @@ static void rm_read_op(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void rm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	free((void *)(uintptr_t)fi->fh);
+	struct rm_file *f = (struct rm_file *)(uintptr_t)fi->fh;
+	struct rm_node *n = f->node;
+	/* the last close drops the checksum slots read for it (16 bytes per
+	 * chunk ever read; a fetch still in flight reads its page again) */
+	pthread_mutex_lock(&n->lock);
+	if (n->opens && --n->opens == 0)
+		node_drop_slots(n);
+	pthread_mutex_unlock(&n->lock);
+	free(f);
 	fuse_reply_err(req, 0);
 }
 
