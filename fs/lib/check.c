@@ -87,6 +87,7 @@ struct ck {
 	struct recfs_geom g;
 	uint64_t seed;
 	bool degraded;              /* member missing: nothing is written */
+	bool dup;                   /* two members claim one index: nothing is written */
 	uint64_t dev_rows;          /* data rows the shortest member holds */
 	bool dev_rows_set;
 	bool cancelled, preen_stop;
@@ -127,7 +128,8 @@ static void out(struct ck *c, const char *fmt, ...)
 /* after an unexpected inconsistency, preen mode only reports */
 static bool can_write(const struct ck *c)
 {
-	return c->o->mode != RECFS_CHECK_NO && !c->degraded && !c->cancelled && !c->preen_stop;
+	return c->o->mode != RECFS_CHECK_NO && !c->degraded && !c->dup && !c->cancelled &&
+	       !c->preen_stop;
 }
 
 /* Report problem num; returns true if the repair is to be done. */
@@ -512,6 +514,8 @@ static int pass1(struct ck *c)
 			pc.str = c->a[c->at[m->index]].dev->path;
 			problem(c, PR_MEMBER_DUP, &pc);
 			m->ignored = true;
+			/* which copy is current is unknown: neither is written */
+			c->dup = true;
 			continue;
 		}
 		c->at[m->index] = (int)i;

@@ -23,7 +23,7 @@ const struct recfs_problem recfs_problems[] = {
 	{ PR_MEMBER_FOREIGN, "PR_MEMBER_FOREIGN", "%m belongs to another pack (%s)", NULL, NOFIX,
 	  "A member's superblocks name another pack: a member swapped with a foreign pack's. It is never written." },
 	{ PR_MEMBER_DUP, "PR_MEMBER_DUP", "%m is a copy of member %i (%s)", NULL, NOFIX,
-	  "Two members claim the same index (a disk copied onto another); the later one is ignored." },
+	  "Two members claim the same index (a disk copied onto another); the later one is ignored, and nothing is written to the pack until the copy is removed (which copy is current is not known)." },
 	{ PR_MEMBER_MISSING, "PR_MEMBER_MISSING", "member %i of the pack is missing", NULL, NOFIX,
 	  "A member of the pack was not given (or was rejected). Nothing is written to a pack with a missing member." },
 	{ PR_MEMBER_SHORT, "PR_MEMBER_SHORT",
