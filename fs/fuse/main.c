@@ -17,6 +17,7 @@
 #include "mount.h"
 
 static const char *prog = "recfs-mount";
+static bool sloppy; /* mount.recfs -s: unknown options are warned about, not fatal */
 
 static void usage(FILE *out)
 {
@@ -198,6 +199,8 @@ static int parse_opts(struct rm_ctx *c, char *list, char **fopts, bool *have_fsn
 			   !strcmp(t, "nofail") || !strcmp(t, "_netdev") || !strcmp(t, "async") ||
 			   !strcmp(t, "sync") || !strncmp(t, "x-", 2) || !strcmp(t, "comment")) {
 			/* fstab/mount(8) options: nothing to do (always read-only) */
+		} else if (sloppy) {
+			fprintf(stderr, "%s: ignoring unknown option '%s' (-s)\n", prog, t);
 		} else {
 			fprintf(stderr, "%s: unknown option '%s'\n", prog, t);
 			return -EINVAL;
@@ -230,7 +233,8 @@ int main(int argc, char **argv)
 	struct fuse_args args;
 	struct fuse_loop_config *lc = NULL;
 	struct recfs_pack_info pi;
-	int opt, rc, ret = 1, fargc = 0;
+	int opt, rc, ret = 1, fargc = 0, nol = 0;
+	const char **olist;
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -238,6 +242,9 @@ int main(int argc, char **argv)
 	};
 
 	memset(&c, 0, sizeof(c));
+	olist = calloc((size_t)argc + 1, sizeof(*olist));
+	if (!olist)
+		return 1;
 	pthread_mutex_init(&c.meta, NULL);
 	defaults(&c);
 	if (helper)
@@ -253,22 +260,17 @@ int main(int argc, char **argv)
 			break;
 		case 'd': c.o.debug = c.o.foreground = true; break;
 		case 's':
-			if (!helper)
-				c.o.single = true; /* helper: sloppy, ignored */
+			if (helper)
+				sloppy = true; /* mount(8): tolerate unknown options */
+			else
+				c.o.single = true;
 			break;
 		case 'n':
 		case 'v':
 		case 'N': break;
-		case 'o': {
-			char *dup = strdup(optarg);
-			if (!dup)
-				goto out;
-			rc = parse_opts(&c, dup, &fopts, &have_fsname);
-			free(dup);
-			if (rc)
-				goto out;
+		case 'o': /* parsed after the loop: a later -s still counts */
+			olist[nol++] = optarg;
 			break;
-		}
 		case 'h':
 			usage(stdout);
 			ret = 0;
@@ -279,6 +281,15 @@ int main(int argc, char **argv)
 			goto out;
 		default: usage(stderr); goto out;
 		}
+	}
+	for (int i = 0; i < nol; i++) {
+		char *dup = strdup(olist[i]);
+		if (!dup)
+			goto out;
+		rc = parse_opts(&c, dup, &fopts, &have_fsname);
+		free(dup);
+		if (rc)
+			goto out;
 	}
 	if (argc - optind != 2) {
 		usage(stderr);
@@ -407,6 +418,7 @@ out_free_nodes:
 out_close_pack:
 	recfs_pack_close(c.p);
 out:
+	free(olist);
 	free(fopts);
 	free(c.mountpoint);
 	return ret;

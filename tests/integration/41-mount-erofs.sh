@@ -56,6 +56,14 @@ check "helper options applied (uid=7)" test "$(stat -c %u "$M/rec")" = 7
 check "helper mount reads" cmp "$T_DIR/src" "$M/rec"
 check "umount DIR" umount "$M"
 check "unmounted" wait_unmounted "$M"
+expect_err "mount.recfs: an unknown option is refused" 1 "unknown option 'nosuchopt'" \
+	mount.recfs "$PACK" "$M" -f -o nosuchopt
+check "mount.recfs -s (sloppy): an unknown option is ignored" \
+	mount.recfs "$PACK" "$M" -f -o nosuchopt,ro -s
+check "mount.recfs -s: mounts with an unknown option" mount.recfs "$PACK" "$M" -s -o nosuchopt
+check "-s: mounted" mountpoint -q "$M"
+check "umount DIR" umount "$M"
+check "unmounted" wait_unmounted "$M"
 
 # mount(8) itself: `mount -t recfs` and an fstab line find the helper in
 # /sbin.  Done in a private mount namespace where a folder holding only
