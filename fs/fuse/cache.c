@@ -579,33 +579,38 @@ void rm_cache_free(struct rm_ctx *c)
 size_t rm_unreadable(struct rm_ctx *c, const struct recfs_rec *r, char *buf, size_t len)
 {
 	uint64_t cs = c->g->chunk_size, nchunks = (r->committed_len + cs - 1) / cs;
-	uint64_t run_start = 0;
-	bool in_run = false;
+	uint64_t base = r->ext_start / cs, k = 0;
+	unsigned m = c->g->members;
+	bool *bad = calloc(m, sizeof(*bad)), any = false;
 	size_t used = 0;
 
 	buf[0] = '\0';
-	for (uint64_t k = 0; k <= nchunks; k++) {
-		bool bad = false;
-		if (k < nchunks) {
-			unsigned m;
-			uint64_t moff;
-			recfs_map(c->g, r->ext_start + k * cs, &m, &moff);
-			bad = recfs_pack_dev(c->p, m) == NULL;
+	if (!bad)
+		return 0;
+	/* chunk k is on member (base + k) % m: which members are missing
+	 * decides every run, found by stepping over whole runs at a time */
+	for (unsigned i = 0; i < m; i++)
+		any |= bad[i] = recfs_pack_dev(c->p, i) == NULL;
+	while (any && k < nchunks) {
+		uint64_t s0, e;
+		int w;
+		while (k < nchunks && !bad[(base + k) % m])
+			k++;
+		if (k >= nchunks)
+			break;
+		s0 = k;
+		for (unsigned i = 0; i < m && k < nchunks && bad[(base + k) % m]; i++)
+			k++;
+		if (k < nchunks && bad[(base + k) % m]) /* every member missing */
+			k = nchunks;
+		e = k * cs < r->committed_len ? k * cs : r->committed_len;
+		w = snprintf(buf + used, len - used, "%" PRIu64 "-%" PRIu64 "\n", s0 * cs, e - 1);
+		if (w < 0 || (size_t)w >= len - used - 8) {
+			used += (size_t)snprintf(buf + used, len - used, "...\n");
+			break;
 		}
-		if (bad && !in_run) {
-			run_start = k * cs;
-			in_run = true;
-		} else if (!bad && in_run) {
-			uint64_t e = k * cs < r->committed_len ? k * cs : r->committed_len;
-			int w = snprintf(buf + used, len - used, "%" PRIu64 "-%" PRIu64 "\n",
-					 run_start, e - 1);
-			in_run = false;
-			if (w < 0 || (size_t)w >= len - used - 8) {
-				used += (size_t)snprintf(buf + used, len - used, "...\n");
-				break;
-			}
-			used += (size_t)w;
-		}
+		used += (size_t)w;
 	}
+	free(bad);
 	return used;
 }
