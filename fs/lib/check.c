@@ -1634,8 +1634,10 @@ static int slots_check(struct ck *c, struct ck_rec *e)
 							p2 = (int)i;
 				}
 				recfs_free(data);
-				if (p2 >= 0)
-					pick = p2;
+				/* copies that disagree and data that matches none:
+				 * which is right is unknown, none is copied over
+				 * the others */
+				pick = p2;
 			}
 			if (pick < 0) {
 				memset(&pc, 0, sizeof(pc));

@@ -109,7 +109,7 @@ const struct recfs_problem recfs_problems[] = {
 	  "A member's copy of a chunk checksum differs from the others (or is missing)." },
 	{ PR_SLOT_BAD, "PR_SLOT_BAD",
 	  "recording '%n': chunk %a (bytes %b-%c) has no valid checksum on any member", NULL, NOFIX,
-	  "A committed chunk's checksum is damaged on every member: its data cannot be verified." },
+	  "A committed chunk's checksum is damaged on every member, or its copies differ and the data matches none of them (none is copied over the others): its data cannot be verified." },
 	{ PR_REC_CRASHED, "PR_REC_CRASHED",
 	  "recording '%n' was not sealed: %a bytes committed, %b more found durable after the last commit, %c bytes lost",
 	  "Seal it at %d bytes", PREEN,
