@@ -373,6 +373,23 @@ static void rm_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
 }
 
+/* mountinfo escapes space, tab, newline and backslash as \ooo: undo it
+ * in place. */
+static void mountinfo_unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = '\0';
+}
+
 /* Raise the mount's bdi readahead (root only).  Done at the first open:
  * by then the kernel has processed INIT (which would lower it again), and
  * the window is read from the bdi when a file is opened. */
@@ -394,6 +411,7 @@ static void set_readahead(struct rm_ctx *c)
 		unsigned a, b;
 		if (sscanf(line, "%*u %*u %u:%u %*s %2047s", &a, &b, mnt) != 3)
 			continue;
+		mountinfo_unescape(mnt);
 		if (strcmp(mnt, c->mountpoint) == 0 && strstr(line, " - fuse")) {
 			maj = a;
 			min = b;

@@ -122,6 +122,17 @@ PY
 bdi=/sys/class/bdi/$(mountpoint -d "$M")/read_ahead_kb
 if [ -w "$bdi" ]; then
 	check "the mount's read-ahead is raised to 4096 KiB" test "$(cat "$bdi")" = 4096
+	# a mount point with a space (\040 in /proc/self/mountinfo)
+	MS="$T_DIR/mnt with space"
+	MPID0=$MOUNT_PID
+	if check "mount at a path with a space" mount_pack "$PACK" "$MS"; then
+		head -c 1 "$MS/fioref" >/dev/null
+		check "read-ahead raised there too" \
+			test "$(cat "/sys/class/bdi/$(mountpoint -d "$MS")/read_ahead_kb")" = 4096
+		fusermount3 -u "$MS"
+		wait $MOUNT_PID
+	fi
+	MOUNT_PID=$MPID0
 fi
 check "fio random reads verify" fio --name=rv --filename="$M/fioref" --rw=randread --bs=4k \
 	--size=8M --verify=crc32c --readonly --output="$T_DIR/fio.out"
