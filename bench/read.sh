@@ -56,9 +56,12 @@ echo "read.sh: $NMEM file-backed members in $DIR, chunk $CHUNK, recording $SIZE"
 head -c "$SIZE_B" /dev/urandom | "$TW" --size-hint "$SIZE_B" "$PACK" big - || exit 1
 sync
 
-fio_bw() { # fio args...: aggregate read bytes/s
+fio_bw() { # fio args...: aggregate read bytes/s (0 when fio failed)
 	fio --output-format=json --group_reporting "$@" 2>/dev/null |
-		python3 -c "import json,sys; j=json.load(sys.stdin); print(int(j['jobs'][0]['read']['bw_bytes']))"
+		python3 -c "
+import json, sys
+try: print(int(json.load(sys.stdin)['jobs'][0]['read']['bw_bytes']))
+except Exception: print(0)"
 }
 
 mount_it() { # options...
@@ -107,6 +110,7 @@ row() { # label tool mount-options...: REPEAT x (raw, then a fresh mount)
 	shift 2
 	for ((r = 0; r < REPEAT; r++)); do
 		rw=$(raw)
+		[ "${rw:-0}" -gt 0 ] 2>/dev/null || { echo "read.sh: raw fio read failed" >&2; exit 1; }
 		mount_it "$@"
 		bw=$(measure "$tool") || bw=0
 		# driver CPU (user+sys) per GiB read, in ms
@@ -149,6 +153,7 @@ for ((r = 0; r < 2 * REPEAT - 1; r++)); do
 	umount_it
 done
 v=$(median "${vb[@]}") n=$(median "${nb[@]}")
+[ "${n:-0}" -gt 0 ] 2>/dev/null || { echo "read.sh: the noverify dd runs failed" >&2; exit 1; }
 echo "checksum checking: dd verify $((v / 1000000)) MB/s, noverify $((n / 1000000)) MB/s (medians of $((2 * REPEAT - 1)) alternated runs): verify is $((v * 1000 / n / 10)).$((v * 1000 / n % 10))% of noverify"
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
