@@ -66,6 +66,11 @@ static void *chunk_buf_alloc(size_t len)
 	return b;
 }
 
+bool rm_member_bad(struct rm_ctx *c, unsigned m)
+{
+	return !recfs_pack_dev(c->p, m) || __atomic_load_n(&c->m_failed[m], __ATOMIC_RELAXED);
+}
+
 /* Read chunk k of r from its member and check it.  Fills buf, *lenp. */
 static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recfs_rec *r,
 		       uint64_t k, void *buf, uint32_t *lenp)
@@ -112,6 +117,7 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 			n = rc < 0 ? -1 : (ssize_t)(rlen - done);
 		}
 		if (rc < 0) {
+			__atomic_store_n(&c->m_failed[m], true, __ATOMIC_RELAXED);
 			rm_log("%s: bytes %" PRIu64 "-%" PRIu64
 			       ": read error on member %s at %" PRIu64 ": %s",
 			       r->name, start, start + want - 1, d->path, moff + done,
@@ -121,6 +127,7 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 		if (n == 0) {
 			if (done >= want)
 				break;
+			__atomic_store_n(&c->m_failed[m], true, __ATOMIC_RELAXED);
 			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": member %s ends at %" PRIu64,
 			       r->name, start, start + want - 1, d->path, moff + done);
 			return -EIO;
@@ -590,7 +597,7 @@ size_t rm_unreadable(struct rm_ctx *c, const struct recfs_rec *r, char *buf, siz
 	/* chunk k is on member (base + k) % m: which members are missing
 	 * decides every run, found by stepping over whole runs at a time */
 	for (unsigned i = 0; i < m; i++)
-		any |= bad[i] = recfs_pack_dev(c->p, i) == NULL;
+		any |= bad[i] = rm_member_bad(c, i);
 	while (any && k < nchunks) {
 		uint64_t s0, e;
 		int w;

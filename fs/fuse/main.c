@@ -341,7 +341,8 @@ int main(int argc, char **argv)
 		goto out_close_pack;
 	}
 	c.nodes = calloc(c.dir_capacity ? c.dir_capacity : 1, sizeof(*c.nodes));
-	if (!c.nodes) {
+	c.m_failed = calloc(c.g->members, sizeof(*c.m_failed));
+	if (!c.nodes || !c.m_failed) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out_close_pack;
 	}
@@ -416,6 +417,7 @@ out_destroy:
 out_free_nodes:
 	rm_nodes_free(&c);
 out_close_pack:
+	free(c.m_failed);
 	recfs_pack_close(c.p);
 out:
 	free(olist);

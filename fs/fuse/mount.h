@@ -86,6 +86,7 @@ struct rm_ctx {
 	uint64_t created_ns;
 	uint32_t dir_capacity;
 	struct rm_node **nodes; /* by directory index */
+	bool *m_failed;         /* by member: a data read failed since mount (atomic) */
 	struct rm_cache *cache;
 	bool ra_set;
 };
@@ -116,7 +117,9 @@ void rm_cache_free(struct rm_ctx *c);
 /* Serve a read of [off, off+size) of r (already clipped to committed). */
 void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct recfs_rec *r,
 	     size_t size, uint64_t off);
-/* Byte ranges of r on missing members, "START-END\n" lines, into buf. */
+/* A member is missing or failed a read since mount. */
+bool rm_member_bad(struct rm_ctx *c, unsigned m);
+/* Byte ranges of r on such members, "START-END\n" lines, into buf. */
 size_t rm_unreadable(struct rm_ctx *c, const struct recfs_rec *r, char *buf, size_t len);
 
 #endif

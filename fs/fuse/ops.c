@@ -797,7 +797,7 @@ static const char *const xattr_names[] = {
 static bool pack_degraded(struct rm_ctx *c)
 {
 	for (unsigned i = 0; i < c->g->members; i++)
-		if (!recfs_pack_dev(c->p, i))
+		if (rm_member_bad(c, i))
 			return true;
 	return false;
 }

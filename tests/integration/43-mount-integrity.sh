@@ -156,5 +156,12 @@ for k in range(len(ref) // cs):
 assert good == bad == 4, "%d good, %d bad" % (good, bad)
 PY
 check "the log names the failing member" grep -q "member $T_DIR/f1.img ends at" "$T_DIR/mount.log"
+check "user.recfs.unreadable lists the failed member's 4 chunks" python3 - "$M/rec" $CS <<'PY'
+import os, sys
+path, cs = sys.argv[1], int(sys.argv[2])
+val = os.getxattr(path, 'user.recfs.unreadable').decode()
+ranges = [tuple(int(x) for x in l.split('-')) for l in val.split()]
+assert len(ranges) == 4 and all(b - a == cs - 1 for a, b in ranges), val
+PY
 check "unmount" unmount_pack "$M"
 finish
