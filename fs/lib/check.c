@@ -312,6 +312,34 @@ static void entry_free_both(struct ck *c, uint32_t index)
 }
 
 /* ------------------------------------------------------ pass 1: superblocks */
+/* Does a device with no valid superblock hold metadata of this pack (a
+ * bitmap copy or a directory entry that validates with its seed)?  Only
+ * then is it rebuilt as the missing member: elimination alone could name
+ * an unrelated disk. */
+static bool vouched(struct ck *c, struct ck_member *m)
+{
+	const size_t dirlen = (size_t)RECFS_ALIGN_UP((uint64_t)CK_DIR_BATCH * 2 * RECFS_ENTRY_SIZE, RECFS_BLOCK);
+	size_t len = c->g.bitmap_copy_size > dirlen ? (size_t)c->g.bitmap_copy_size : dirlen;
+	uint8_t *buf = recfs_alloc(len);
+	struct recfs_bitmap_hdr h;
+	struct recfs_rec r;
+	bool yes = false;
+
+	if (!buf)
+		return false;
+	for (unsigned k = 0; k < 2 && !yes; k++)
+		yes = dev_read(m->dev, buf, c->g.bitmap_copy_size,
+			       c->g.bitmap_off + k * c->g.bitmap_copy_size) == 0 &&
+		      recfs_bitmap_decode(buf, c->g.bitmap_copy_size, c->seed, &h) == 0;
+	uint32_t n = c->sb.dir_capacity < CK_DIR_BATCH ? c->sb.dir_capacity : CK_DIR_BATCH;
+	if (!yes && dev_read(m->dev, buf, RECFS_ALIGN_UP((size_t)n * 2 * RECFS_ENTRY_SIZE, RECFS_BLOCK),
+			     c->g.dir_off) == 0)
+		for (uint32_t k = 0; k < 2 * n && !yes; k++)
+			yes = recfs_entry_decode(buf + (size_t)k * RECFS_ENTRY_SIZE, c->seed, k / 2, &r) == 0;
+	recfs_free(buf);
+	return yes;
+}
+
 static const char *sb_diff(const struct recfs_super *a, const struct recfs_super *b)
 {
 #define F(x) if (a->x != b->x) return #x
@@ -554,14 +582,16 @@ static int pass1(struct ck *c)
 			memset(&pc, 0, sizeof(pc));
 			pc.member = m->dev->path;
 			if (nunk == 1 && nmiss == 1 && i == unk &&
-			    m->dev->size >= c->sb.member_size) {
+			    m->dev->size >= c->sb.member_size && vouched(c, m)) {
 				pc.mindex = miss;
 				/* decided below, once the pack is known to be complete */
 				m->index = (int)miss;
 				c->at[miss] = (int)i;
 				continue;
 			}
-			pc.str = m->why[0];
+			pc.str = nunk == 1 && nmiss == 1 && m->dev->size >= c->sb.member_size
+					 ? "nothing on it belongs to this pack: no bitmap copy or directory entry"
+					 : m->why[0];
 			problem(c, PR_SB_UNKNOWN, &pc);
 			m->ignored = true;
 		}

@@ -47,7 +47,7 @@ const struct recfs_problem recfs_problems[] = {
 	{ PR_SB_NONE, "PR_SB_NONE",
 	  "%m has no valid superblock; it is the only candidate for missing member %i",
 	  "Rebuild its superblocks", 0,
-	  "Both superblocks of a member are damaged; it is identified by elimination and rebuilt." },
+	  "Both superblocks of a member are damaged; it is identified by elimination, and rebuilt only if a bitmap copy or directory entry on it validates with this pack (else it is reported as PR_SB_UNKNOWN)." },
 	{ PR_SB_UNKNOWN, "PR_SB_UNKNOWN", "%m has no valid superblock (%s) and cannot be identified",
 	  NULL, NOFIX, "A member with no valid superblock that cannot be identified by elimination." },
 	{ PR_MEMBER_IO, "PR_MEMBER_IO", "%m: %s", NULL, NOFIX,
