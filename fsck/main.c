@@ -130,6 +130,12 @@ static void fsck_on_signal(int sig)
 	fsck_interrupted = 1;
 }
 
+static bool fsck_cancel(void *ctx)
+{
+	(void)ctx;
+	return fsck_interrupted != 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -146,8 +152,21 @@ int main(int argc, char **argv)
 	unsigned nd = 0, nmodes = 0;
 	int ch, ret, progress_fd = -1;
 	bool interactive = true;
+	char cfd[16];
 
 	o.mode = RECFS_CHECK_ASK;
+	/* -C FD with a space too (getopt's optional argument takes only
+	 * -CFD): a number after -C that is not a file is the descriptor */
+	for (int a = 1; a + 1 < argc && strcmp(argv[a], "--"); a++) {
+		struct stat sc;
+		if (strcmp(argv[a], "-C") || !argv[a + 1][0] ||
+		    strspn(argv[a + 1], "0123456789") != strlen(argv[a + 1]) || stat(argv[a + 1], &sc) == 0)
+			continue;
+		snprintf(cfd, sizeof(cfd), "-C%.10s", argv[a + 1]);
+		argv[a] = cfd;
+		memmove(&argv[a + 1], &argv[a + 2], (size_t)(argc - a - 1) * sizeof(*argv));
+		argc--;
+	}
 	while ((ch = getopt_long(argc, argv, "nypafvrC::hVt:", lopts, NULL)) != -1) {
 		switch (ch) {
 		case 'n': o.mode = RECFS_CHECK_NO; nmodes++; interactive = false; break;
@@ -239,6 +258,7 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &ui.t0);
 	o.out = fsck_out;
 	o.ask = fsck_ask;
+	o.cancel = fsck_cancel;
 	o.ctx = &ui;
 	ret = recfs_check(devs, nd, &o, &st);
 	if (fsck_interrupted)

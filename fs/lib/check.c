@@ -126,6 +126,14 @@ static void out(struct ck *c, const char *fmt, ...)
 }
 
 /* after an unexpected inconsistency, preen mode only reports */
+/* Has the caller cancelled the check (opts.cancel)?  Main thread only. */
+static bool stop_now(struct ck *c)
+{
+	if (!c->cancelled && c->o->cancel && c->o->cancel(c->o->ctx))
+		c->cancelled = true;
+	return c->cancelled;
+}
+
 static bool can_write(const struct ck *c)
 {
 	return c->o->mode != RECFS_CHECK_NO && !c->degraded && !c->dup && !c->cancelled &&
@@ -946,7 +954,7 @@ static int pass3(struct ck *c)
 			goto out_free;
 		}
 	}
-	for (uint32_t first = 0; first < c->hwm && !c->cancelled; first += CK_DIR_BATCH) {
+	for (uint32_t first = 0; first < c->hwm && !stop_now(c); first += CK_DIR_BATCH) {
 		uint32_t cnt = c->hwm - first < CK_DIR_BATCH ? c->hwm - first : CK_DIR_BATCH;
 		size_t len = RECFS_ALIGN_UP((size_t)cnt * pair, RECFS_BLOCK);
 		bool rd[RECFS_MAX_MEMBERS] = {0};
@@ -1728,7 +1736,7 @@ static int pass5(struct ck *c)
 
 	if (c->o->verbose)
 		out(c, "Pass 5: checksum table and crash recovery");
-	for (uint32_t x = 0; x < c->nrec && !c->cancelled; x++) {
+	for (uint32_t x = 0; x < c->nrec && !stop_now(c); x++) {
 		struct ck_rec *e = &c->rec[x];
 		if (e->drop)
 			continue;
@@ -1954,6 +1962,8 @@ static void *verify_member(void *arg)
 				k += cnt * nm; /* another worker's */
 				continue;
 			}
+			if (c->o->cancel && c->o->cancel(c->o->ctx))
+				goto out;
 			recfs_map(&c->g, r->ext_start + k * cs, &mi, &moff);
 			int err = dev_read(d, buf, cnt * cs, moff);
 			for (uint64_t j = 0; j < cnt; j++) {
@@ -2183,17 +2193,18 @@ int recfs_check(struct recfs_dev **devs, unsigned n, const struct recfs_check_op
 	err = pass1(c);
 	if (err)
 		goto out_free;
-	if ((err = pass2(c)) || c->cancelled)
+	if (stop_now(c) || (err = pass2(c)) || stop_now(c))
 		goto out_err;
-	if ((err = pass3(c)) || c->cancelled)
+	if ((err = pass3(c)) || stop_now(c))
 		goto out_err;
-	if ((err = pass4(c)) || c->cancelled)
+	if ((err = pass4(c)) || stop_now(c))
 		goto out_err;
-	if ((err = pass5(c)) || c->cancelled)
+	if ((err = pass5(c)) || stop_now(c))
 		goto out_err;
 	seal_crashed(c);
-	if (o->verify && !c->cancelled)
+	if (o->verify && !stop_now(c))
 		pass6(c);
+	stop_now(c);
 	st->recordings = 0;
 	for (uint32_t x = 0; x < c->nrec; x++)
 		st->recordings += !c->rec[x].drop;

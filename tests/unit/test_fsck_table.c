@@ -235,6 +235,40 @@ static void test_declined_drop_keeps_rows(void **s)
 	recfs_fault_free(f);
 }
 
+/* opts.cancel stops a non-interactive run: nothing more is written and the
+ * status says cancelled (fsck.recfs sets it from SIGINT) */
+static bool cancel_now(void *ctx)
+{
+	unsigned *polls = ctx;
+	++*polls;
+	return true;
+}
+
+static void test_cancel(void **s)
+{
+	struct recfs_fault *f = populated(); /* r2 crashed: a -y run would seal it */
+	unsigned polls = 0;
+	struct recfs_check_opts o = {.mode = RECFS_CHECK_YES, .verify = true, .out = quiet,
+				     .cancel = cancel_now, .ctx = &polls};
+	struct recfs_check_stats st;
+	struct recfs_dev *d[2];
+	(void)s;
+
+	uint64_t w = recfs_fault_writes(f);
+	for (unsigned i = 0; i < 2; i++)
+		d[i] = recfs_fault_dev(f, i);
+	int ret = recfs_check(d, 2, &o, &st);
+	for (unsigned i = 0; i < 2; i++)
+		recfs_dev_close(d[i]);
+	assert_true(ret & RECFS_FSCK_CANCELLED);
+	assert_false(ret & RECFS_FSCK_CORRECTED);
+	assert_true(polls > 0);
+	assert_int_equal(recfs_fault_writes(f), w);
+	/* and without it the same run repairs */
+	assert_true(check(f, 2, RECFS_CHECK_YES) & RECFS_FSCK_CORRECTED);
+	recfs_fault_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -243,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_evil_metadata),
 		cmocka_unit_test(test_evil_everything),
 		cmocka_unit_test(test_declined_drop_keeps_rows),
+		cmocka_unit_test(test_cancel),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,6 +55,10 @@ struct recfs_check_opts {
 	/* --verify progress: bytes verified so far, of total; called from the
 	 * checking thread a few times a second */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	/* polled between passes, between entries and during --verify (also
+	 * from its reader threads): true stops the check, as a cancelled
+	 * question does (nothing more is written; NULL: never) */
+	bool (*cancel)(void *ctx);
 	void *ctx;
 };
 
