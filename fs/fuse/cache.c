@@ -134,48 +134,45 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 		}
 		done += (size_t)n;
 	}
-	if (c->o.verify) {
-		struct recfs_slot slot;
-		uint64_t csum;
-		uint32_t elen;
-		bool tail = k >= r->committed_len / cs; /* checked against r->tail_csum */
-		rc = tail ? 0 : rm_node_slot(c, node, r, k, &slot);
-		if (rc == 0)
-			rc = recfs_rec_expect(c->p, r, k, tail ? NULL : &slot, &csum, &elen);
-		if (rc < 0) {
-			/* deleted meanwhile: its slots may be another's now */
-			if (rc == -ESTALE || rm_node_check(c, node, r, t0, true) == -ESTALE)
-				return -ESTALE;
-			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": no checksum: %s", r->name, start,
-			       start + want - 1, recfs_errmsg());
+	/* The checksum is checked with -o noverify too: seeded with the
+	 * uid, it tells when a deleted recording's space holds another's data
+	 * now (an open file must then get ESTALE, never those bytes); that is
+	 * no corruption.  Only a mismatch re-reads the entry, to know which.
+	 * noverify then returns the bytes instead of failing. */
+	struct recfs_slot slot;
+	uint64_t csum;
+	uint32_t elen;
+	bool tail = k >= r->committed_len / cs; /* checked against r->tail_csum */
+	rc = tail ? 0 : rm_node_slot(c, node, r, k, &slot);
+	if (rc == 0)
+		rc = recfs_rec_expect(c->p, r, k, tail ? NULL : &slot, &csum, &elen);
+	if (rc < 0) {
+		/* deleted meanwhile: its slots may be another's now */
+		if (rc == -ESTALE || rm_node_check(c, node, r, t0, true) == -ESTALE)
+			return -ESTALE;
+		if (c->o.verify) {
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": no checksum: %s", r->name,
+			       start, start + want - 1, recfs_errmsg());
 			return -EIO;
 		}
+	} else {
 		bool ok = elen == want && recfs_chunk_csum(r->uid, k, buf, want) == csum;
 		/* slots are replicated: a member that missed updates (a failed
 		 * write) may hold a stale one; ask the others before failing.
 		 * recfs_rec_slots_from reads only members and geometry, which a
 		 * reload never changes: no c->meta needed (see mount.h) */
-		for (unsigned alt = 1; !ok && !tail && alt < g->members; alt++)
+		for (unsigned alt = 1; !ok && c->o.verify && !tail && alt < g->members; alt++)
 			ok = recfs_rec_slots_from(c->p, r, k, 1, &slot, alt) == 0 &&
 			     recfs_rec_expect(c->p, r, k, &slot, &csum, &elen) == 0 && elen == want &&
 			     recfs_chunk_csum(r->uid, k, buf, want) == csum;
-		if (!ok) {
-			/* a deleted recording's space may hold another's data
-			 * now (the checksums, seeded with the uid, tell): that
-			 * is no corruption */
-			if (rm_node_check(c, node, r, t0, true) == -ESTALE)
-				return -ESTALE;
+		if (!ok && rm_node_check(c, node, r, t0, true) == -ESTALE)
+			return -ESTALE;
+		if (!ok && c->o.verify) {
 			rm_log("%s: bytes %" PRIu64 "-%" PRIu64
 			       ": checksum mismatch (member %s at %" PRIu64 ")",
 			       r->name, start, start + want - 1, d->path, moff);
 			return -EIO;
 		}
-	} else if (rm_node_check(c, node, r, t0, false) == -ESTALE) {
-		/* without checksums, only the entry tells whether these bytes
-		 * are still the recording's: it is re-read unless a re-read
-		 * that started after this pread began found it (one re-read
-		 * covers every fetch in flight) */
-		return -ESTALE;
 	}
 	*lenp = (uint32_t)want;
 	return 0;
