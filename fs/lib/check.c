@@ -88,6 +88,7 @@ struct ck {
 	uint64_t seed;
 	bool degraded;              /* member missing: nothing is written */
 	bool dup;                   /* two members claim one index: nothing is written */
+	bool sb_tie;                /* no superblock has a majority: nothing is written */
 	uint64_t dev_rows;          /* data rows the shortest member holds */
 	bool dev_rows_set;
 	bool cancelled, preen_stop;
@@ -136,7 +137,7 @@ static bool stop_now(struct ck *c)
 
 static bool can_write(const struct ck *c)
 {
-	return c->o->mode != RECFS_CHECK_NO && !c->degraded && !c->dup && !c->cancelled &&
+	return c->o->mode != RECFS_CHECK_NO && !c->degraded && !c->dup && !c->sb_tie && !c->cancelled &&
 	       !c->preen_stop;
 }
 
@@ -473,20 +474,44 @@ static int pass1(struct ck *c)
 			read_super(m, 1, boff);
 		}
 	}
-	/* the pack's superblock: the one most valid copies agree with */
+	/* the pack's superblock: the one most members agree with (a copy
+	 * of theirs does), then most copies; a different one with as many
+	 * votes is a tie that nothing here can settle */
+	unsigned votes[RECFS_MAX_MEMBERS * 2][2] = {{0}};
 	for (unsigned i = 0; i < c->n; i++)
 		for (int k = 0; k < 2; k++) {
 			if (c->a[i].ignored || c->a[i].err[k])
 				continue;
 			unsigned v = 0;
-			for (unsigned j = 0; j < c->n; j++)
+			for (unsigned j = 0; j < c->n; j++) {
+				unsigned cp = 0;
 				for (int l = 0; l < 2; l++)
-					v += !c->a[j].ignored && !c->a[j].err[l] &&
-					     !sb_diff(&c->a[i].sb[k], &c->a[j].sb[l]);
+					cp += !c->a[j].ignored && !c->a[j].err[l] &&
+					      !sb_diff(&c->a[i].sb[k], &c->a[j].sb[l]);
+				v += (cp ? 1000 : 0) + cp;
+			}
+			if (i < RECFS_MAX_MEMBERS * 2)
+				votes[i][k] = v;
 			if (v > bestv) {
 				bestv = v;
 				best = (int)i;
 				bestk = k;
+			}
+		}
+	for (unsigned i = 0; best >= 0 && i < c->n && i < RECFS_MAX_MEMBERS * 2 && !c->sb_tie; i++)
+		for (int k = 0; k < 2 && !c->sb_tie; k++) {
+			const char *f;
+			if (c->a[i].ignored || c->a[i].err[k] || votes[i][k] != bestv)
+				continue;
+			f = sb_diff(&c->a[best].sb[bestk], &c->a[i].sb[k]);
+			/* another pack's member is foreign, never written */
+			if (f && !memcmp(c->a[best].sb[bestk].pack_uuid, c->a[i].sb[k].pack_uuid, 16)) {
+				memset(&pc, 0, sizeof(pc));
+				pc.member = c->a[best].dev->path;
+				pc.name = c->a[i].dev->path;
+				pc.str = f;
+				problem(c, PR_SB_TIE, &pc);
+				c->sb_tie = true;
 			}
 		}
 	if (best < 0) {

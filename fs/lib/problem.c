@@ -52,6 +52,10 @@ const struct recfs_problem recfs_problems[] = {
 	  NULL, NOFIX, "A member with no valid superblock that cannot be identified by elimination." },
 	{ PR_MEMBER_IO, "PR_MEMBER_IO", "%m: %s", NULL, NOFIX,
 	  "A metadata read or write failed on a member." },
+	{ PR_SB_TIE, "PR_SB_TIE",
+	  "%m and %n hold different pack superblocks (%s) with as many votes; nothing is written",
+	  NULL, NOFIX,
+	  "Valid superblocks disagree on a pack field and as many members back each version: which is the pack's is not known, so nothing is rewritten (the check goes on read-only with the first)." },
 
 	{ PR_BMP_NONE, "PR_BMP_NONE", "no valid allocation bitmap copy on any member",
 	  "Rebuild it from the directory", 0,

@@ -20,6 +20,7 @@ enum recfs_pr {
 	PR_SB_NONE = 111,
 	PR_SB_UNKNOWN = 112,
 	PR_MEMBER_IO = 113,
+	PR_SB_TIE = 114,
 	/* pass 2: allocation bitmap copies */
 	PR_BMP_NONE = 201,
 	PR_BMP_COPY = 202,
