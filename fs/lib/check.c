@@ -1522,6 +1522,23 @@ static int pass4(struct ck *c)
 		pc.a = r->ext_start;
 		pc.b = r->alloc_len;
 		pc.c = c->g.capacity;
+		/* a good start and committed data that fits: only the length
+		 * is wrong, and the rows the committed bytes need are kept */
+		uint64_t need = RECFS_ALIGN_UP(r->committed_len, rb);
+		if (r->ext_start % rb == 0 && r->ext_start < c->g.capacity &&
+		    r->committed_len <= c->g.capacity - r->ext_start &&
+		    need <= c->g.capacity - r->ext_start &&
+		    (need > 0 || r->state != RECFS_STATE_RECORDING)) {
+			pc.d = need;
+			if (problem(c, PR_EXT_CUT, &pc)) {
+				r->alloc_len = need;
+				entry_next(c, r);
+			} else {
+				e->drop = true;
+				c->keep_leaks = true;
+			}
+			continue;
+		}
 		if (problem(c, PR_EXT_RANGE, &pc)) {
 			drop(c, e);
 		} else {

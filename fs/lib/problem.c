@@ -107,6 +107,10 @@ const struct recfs_problem recfs_problems[] = {
 	  "Leaked space: allocated rows with no recording (a crash during create, delete or seal)." },
 	{ PR_BMP_HOLE, "PR_BMP_HOLE", "rows %a-%b of recording '%n' are marked free",
 	  "Mark them in use", PREEN, "Rows in use by a recording but free in the bitmap." },
+	{ PR_EXT_CUT, "PR_EXT_CUT",
+	  "recording '%n': extent of %b bytes at %a runs outside the data area of %c bytes",
+	  "Cut it to the %d bytes its committed data needs", 0,
+	  "A recording's extent starts right but its length cannot be: it is cut to the rows its committed bytes need (nothing committed is lost). Declined, the recording is left as it is and no rows that seem leaked are freed." },
 
 	{ PR_SLOT_REPLICA, "PR_SLOT_REPLICA", "recording '%n': checksum of chunk %a on %m is %s",
 	  "Rewrite it", PREEN,

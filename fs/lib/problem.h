@@ -40,6 +40,7 @@ enum recfs_pr {
 	PR_EXT_OVERLAP_DROP = 403,
 	PR_BMP_LEAK = 404,
 	PR_BMP_HOLE = 405,
+	PR_EXT_CUT = 406,
 	/* pass 5: checksum table and crash recovery */
 	PR_SLOT_REPLICA = 501,
 	PR_SLOT_BAD = 502,
