@@ -1619,15 +1619,24 @@ static int pass4(struct ck *c)
 	if (dirty && can_write(c)) {
 		struct recfs_bitmap_hdr h = {0};
 		struct ck_member *m;
-		h.seq = c->have_bmp ? c->bh.seq + 1 : 2;
-		h.copy = (uint32_t)(h.seq & 1);
-		h.nbits = c->g.rows;
-		h.dir_hwm = c->hwm;
-		recfs_bitmap_encode(copy, &h, c->seed);
-		FOR_MEMBERS(c, i, m)
-			dev_write(c, m->dev, copy, c->g.bitmap_copy_size,
-				  c->g.bitmap_off + h.copy * c->g.bitmap_copy_size);
-		flush_all(c);
+		/* the next generation; at the top of the sequence space
+		 * (2^64-2 is the last valid one) 3 into copy 1, then 2 into
+		 * copy 0, as entry_next does */
+		uint64_t seqs[2] = { c->have_bmp ? c->bh.seq + 1 : 2, 0 };
+		unsigned nseq = 1;
+		if (c->have_bmp && c->bh.seq >= UINT64_MAX - 2)
+			seqs[0] = 3, seqs[1] = 2, nseq = 2;
+		for (unsigned q = 0; q < nseq; q++) {
+			h.seq = seqs[q];
+			h.copy = (uint32_t)(h.seq & 1);
+			h.nbits = c->g.rows;
+			h.dir_hwm = c->hwm;
+			recfs_bitmap_encode(copy, &h, c->seed);
+			FOR_MEMBERS(c, i, m)
+				dev_write(c, m->dev, copy, c->g.bitmap_copy_size,
+					  c->g.bitmap_off + h.copy * c->g.bitmap_copy_size);
+			flush_all(c);
+		}
 	}
 out_free:
 	recfs_free(copy);
