@@ -38,12 +38,12 @@ struct rm_chunk {
 
 struct rm_cache {
 	pthread_mutex_t lock;
-	pthread_cond_t done; /* an entry left LOADING */
-	pthread_cond_t work; /* a job was queued */
-	pthread_cond_t freed; /* an entry lost its last reference */
-	unsigned nfree_wait;  /* readers waiting on freed */
+	pthread_cond_t done;      /* an entry left LOADING */
+	pthread_cond_t work;      /* a job was queued */
+	pthread_cond_t freed;     /* an entry lost its last reference */
+	unsigned nfree_wait;      /* readers waiting on freed */
 	unsigned ntemp, max_temp; /* live temporary entries, their limit */
-	unsigned prefetch;    /* c->o.prefetch, capped to what the cache holds */
+	unsigned prefetch;        /* c->o.prefetch, capped to what the cache holds */
 	struct rm_chunk *e;
 	unsigned n;
 	uint64_t tick;
@@ -151,8 +151,8 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 		if (rc == -ESTALE || rm_node_check(c, node, r, t0, true) == -ESTALE)
 			return -ESTALE;
 		if (c->o.verify) {
-			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": no checksum: %s", r->name,
-			       start, start + want - 1, recfs_errmsg());
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": no checksum: %s", r->name, start,
+			       start + want - 1, recfs_errmsg());
 			return -EIO;
 		}
 	} else {
@@ -163,8 +163,8 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 		 * reload never changes: no c->meta needed (see mount.h) */
 		for (unsigned alt = 1; !ok && c->o.verify && !tail && alt < g->members; alt++)
 			ok = recfs_rec_slots_from(c->p, r, k, 1, &slot, alt) == 0 &&
-			     recfs_rec_expect(c->p, r, k, &slot, &csum, &elen) == 0 && elen == want &&
-			     recfs_chunk_csum(r->uid, k, buf, want) == csum;
+			     recfs_rec_expect(c->p, r, k, &slot, &csum, &elen) == 0 &&
+			     elen == want && recfs_chunk_csum(r->uid, k, buf, want) == csum;
 		if (!ok && rm_node_check(c, node, r, t0, true) == -ESTALE)
 			return -ESTALE;
 		if (!ok && c->o.verify) {
@@ -207,7 +207,8 @@ static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t k, uin
 		}
 		if (e->refs || e->state == RM_LOADING)
 			continue;
-		bool e_free = e->uid == 0 || e->stale, v_free = victim && (victim->uid == 0 || victim->stale);
+		bool e_free = e->uid == 0 || e->stale,
+		     v_free = victim && (victim->uid == 0 || victim->stale);
 		if (!victim || (!v_free && (e_free || e->tick < victim->tick)))
 			victim = e;
 	}

@@ -55,9 +55,9 @@ struct rm_node {
 	struct recfs_rec rec; /* copy; refreshed while RECORDING */
 	uint64_t refreshed_ns;
 	uint64_t checked_ns; /* start of the last refresh that found it */
-	bool gone;   /* deleted (or index reused) since lookup */
-	bool reused; /* index held another recording before */
-	unsigned opens; /* open files; slot pages dropped at the last close */
+	bool gone;           /* deleted (or index reused) since lookup */
+	bool reused;         /* index held another recording before */
+	unsigned opens;      /* open files; slot pages dropped at the last close */
 	/* checksum slots in pages of RM_SLOT_PAGE; page_n[i] valid slots */
 	struct recfs_slot **pages;
 	uint32_t *page_n;
@@ -107,8 +107,8 @@ int rm_node_slot(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r,
  * entry unless a refresh that started at or after since_ns found it
  * (force: always).  0, or -ESTALE (deleted or index reused: n is marked
  * gone).  Other errors keep the answer "present" (fails open). */
-int rm_node_check(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r,
-		  uint64_t since_ns, bool force);
+int rm_node_check(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r, uint64_t since_ns,
+		  bool force);
 void rm_nodes_free(struct rm_ctx *c);
 
 /* cache.c */

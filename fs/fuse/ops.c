@@ -178,8 +178,8 @@ int rm_node_snapshot(struct rm_ctx *c, struct rm_node *n, bool force, struct rec
 	return 0;
 }
 
-int rm_node_check(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r,
-		  uint64_t since_ns, bool force)
+int rm_node_check(struct rm_ctx *c, struct rm_node *n, const struct recfs_rec *r, uint64_t since_ns,
+		  bool force)
 {
 	struct recfs_rec tmp = *r;
 	uint64_t now;
