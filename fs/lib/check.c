@@ -1406,9 +1406,12 @@ static void overlaps(struct ck *c, uint32_t *ord, uint32_t n)
 			pc.a = s;
 			pc.b = e - 1;
 			if (lose->r.ext_start < s) {
+				/* what it keeps: committed bytes, or a crashed
+				 * recording's proven ones, before the cut */
+				uint64_t held = own_len(c, lose);
 				pc.c = s - lose->r.ext_start;
-				if (pc.c > lose->r.committed_len)
-					pc.c = lose->r.committed_len;
+				if (pc.c > held)
+					pc.c = held;
 				if (problem(c, PR_EXT_OVERLAP_TRUNC, &pc)) {
 					lose->r.alloc_len = s - lose->r.ext_start;
 					if (lose->r.committed_len > lose->r.alloc_len) {
