@@ -40,6 +40,11 @@ run_script() {
 	before=$(wc -l <"$results")
 	timeout -k 10 900 bash "$t" >"$log" 2>&1
 	rc=$?
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		# killed: its traps did not run; detach what it left mounted
+		awk '$2 ~ "^/var/tmp/recfs-test" && $3 ~ /^fuse/ {print $2}' /proc/mounts |
+			while read -r m; do fusermount3 -uz "$m"; done
+	fi
 	after=$(wc -l <"$results")
 	if [ "$rc" != 0 ]; then echo "FAIL $name: exit $rc" >>"$results"; fi
 	if [ "$after" = "$before" ] && [ "$rc" = 0 ]; then echo "FAIL $name: asserted nothing" >>"$results"; fi
