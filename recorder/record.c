@@ -1616,6 +1616,8 @@ int main(int argc, char **argv)
 	}
 
 	enum rr_stop why = (enum rr_stop)atomic_load(&r->stop);
+	if (r->err_errno && why != RR_STOP_FULL)
+		why = RR_STOP_IOERR; /* the writer failed after the input stopped: not all is kept */
 	if (!r->created) {
 		if (why == RR_STOP_FULL)
 			status = RR_EXIT_FULL;

@@ -3,6 +3,9 @@
 # recorder receiving good and wrong-sized datagrams interleaved in one
 # batch keeps the good ones (it crashed closing the holes).  A slow input's
 # partial chunk is durable about one commit interval after it arrived.
+# Also: one corrupt VDIF seconds field, a short first VDIF read, kernel
+# socket drops, an unwritable --stats-json, recfs-play --sequence sizes, and
+# a checksum array that cannot grow.
 . "$(dirname "$0")/../lib.sh"
 echo "38-record-review: recorder review regressions"
 
@@ -157,4 +160,29 @@ import json,sys; d=json.load(open(sys.argv[1]))["datagrams"]
 e=[e for e in json.loads(sys.argv[2]) if e["name"]=="ovfl"][0]
 assert d["dropped_kernel"]>0 and d["received"]+d["dropped_kernel"]==1005, d
 assert e["dropped"]==d["dropped_kernel"]+d["dropped_ring_full"], (e, d)' "$T_DIR/ovfl.json" "$(recfs ls --json "$PACK")"
+
+# --- 1b: the checksum array cannot grow (realloc to 64 KiB, past 4096
+# uncommitted chunks, fails): sealed where checksums exist, every one right,
+# exit 3
+cat >"$T_DIR/nore.c" <<'C'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stddef.h>
+void *realloc(void *p, size_t n)
+{
+	static void *(*real)(void *, size_t);
+	if (!real)
+		real = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+	return p && n == 65536 ? NULL : real(p, n);
+}
+C
+if cc -shared -fPIC -o "$T_DIR/nore.so" "$T_DIR/nore.c" -ldl 2>/dev/null; then
+	make_members 2 400M n
+	check "mkfs 64K chunks" mkfs.recfs -f -q -c 64K "$PACK"
+	run env LD_PRELOAD="$T_DIR/nore.so" recfs-record -q -c 30 -i gen:counter --size 300M "$PACK" nomem
+	check "checksum array full: exit 3 ($RC: $(tail -1 <<<"$OUT"))" test "$RC" = 3
+	run recfs-play --check counter "$PACK" nomem
+	check "checksum array full: sealed at the 4096 checksummed chunks, all verify ($OUT)" \
+		grep -q "'nomem': 268435456 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
+fi
 finish
