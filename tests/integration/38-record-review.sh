@@ -185,4 +185,26 @@ if cc -shared -fPIC -o "$T_DIR/nore.so" "$T_DIR/nore.c" -ldl 2>/dev/null; then
 	check "checksum array full: sealed at the 4096 checksummed chunks, all verify ($OUT)" \
 		grep -q "'nomem': 268435456 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
 fi
+
+# --- 2b: a receive error while learning the datagram size stops the
+# recorder with the error (it spun on it until --duration)
+cat >"$T_DIR/norecv.c" <<'C'
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/socket.h>
+ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	(void)fd; (void)buf; (void)n; (void)flags;
+	errno = ENOBUFS;
+	return -1;
+}
+C
+if cc -shared -fPIC -o "$T_DIR/norecv.so" "$T_DIR/norecv.c" 2>/dev/null; then
+	PORT=$(free_port)
+	t0=$(date +%s)
+	run env LD_PRELOAD="$T_DIR/norecv.so" recfs-record -q -i "udp:127.0.0.1:$PORT" -d 20 "$PACK" norecv
+	check "receive error while learning the size: exit 1, named ($RC: $OUT)" \
+		grep -q "udp:127.0.0.1:$PORT: receive failed: No buffer space available; recording 'norecv' not created" <<<"$OUT"
+	check "receive error: stopped at once, not at --duration" test $(($(date +%s) - t0)) -lt 10
+fi
 finish
