@@ -117,7 +117,7 @@ int recfs_flush_all(struct recfs_pack *p);
 /* Write (and flush) the in-memory bitmap as the next copy. */
 int recfs_bitmap_store(struct recfs_pack *p);
 /* Write entry r (r->seq already incremented) into slot seq&1 on every member. */
-int recfs_entry_store(struct recfs_pack *p, const struct recfs_rec *r);
+int recfs_entry_store(struct recfs_pack *p, struct recfs_rec *r);
 /* Recompute the bits from the live extents (ignoring the stored bitmap). */
 void recfs_bits_from_extents(const struct recfs_pack *p, uint8_t *bits);
 

@@ -86,18 +86,27 @@ int recfs_bitmap_store(struct recfs_pack *p)
 	if (!buf)
 		return recfs_seterr(-ENOMEM, "out of memory");
 	memcpy(buf + RECFS_BLOCK, p->bits, bits_bytes(p));
-	h.seq = p->bmp_seq + 1;
-	h.copy = (uint32_t)(h.seq & 1);
 	h.nbits = p->g.rows;
 	h.dir_hwm = p->dir_hwm;
-	recfs_bitmap_encode(buf, &h, p->pack_seed);
-	err = recfs_meta_write_all(p, buf, p->g.bitmap_copy_size,
-				   p->g.bitmap_off + h.copy * p->g.bitmap_copy_size);
+	/* generations stop at 2^64-2: then 3 into copy 1, 2 into copy 0 */
+	uint64_t seqs[2] = {p->bmp_seq + 1, 0};
+	if (p->bmp_seq + 1 >= UINT64_MAX - 1) {
+		seqs[0] = 3;
+		seqs[1] = 2;
+	}
+	err = 0;
+	for (int k = 0; k < 2 && seqs[k] && !err; k++) {
+		h.seq = seqs[k];
+		h.copy = (uint32_t)(h.seq & 1);
+		recfs_bitmap_encode(buf, &h, p->pack_seed);
+		err = recfs_meta_write_all(p, buf, p->g.bitmap_copy_size,
+					   p->g.bitmap_off + h.copy * p->g.bitmap_copy_size);
+		if (!err)
+			err = recfs_flush_all(p);
+	}
 	recfs_free(buf);
 	if (!err)
-		err = recfs_flush_all(p);
-	if (!err)
-		p->bmp_seq = h.seq;
+		p->bmp_seq = seqs[0];
 	return err;
 }
 

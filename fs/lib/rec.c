@@ -6,7 +6,28 @@
 #include "internal.h"
 
 /* ------------------------------------------------------------ entry store */
-int recfs_entry_store(struct recfs_pack *p, const struct recfs_rec *r)
+static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r);
+
+/* Generations stop at 2^64-2: the one after is written as 3 into slot 1,
+ * then as 2 into slot 0 (a cut between the two leaves the old newest). */
+int recfs_entry_store(struct recfs_pack *p, struct recfs_rec *r)
+{
+	int err;
+
+	if (r->seq < UINT64_MAX - 1)
+		return entry_store_one(p, r);
+	r->seq = 3;
+	err = entry_store_one(p, r);
+	r->seq = 2;
+	if (!err)
+		err = entry_store_one(p, r);
+	r->seq = 3;
+	if (!err)
+		p->seq[r->index] = 3;
+	return err;
+}
+
+static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r)
 {
 	uint64_t off = p->g.dir_off + ((uint64_t)r->index * 2 + (r->seq & 1)) * RECFS_ENTRY_SIZE;
 	uint64_t boff = off / RECFS_BLOCK * RECFS_BLOCK;

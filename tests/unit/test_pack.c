@@ -381,6 +381,35 @@ static void test_follow_writer(void **state)
 	recfs_fault_free(f);
 }
 
+/* An entry at the last generation wraps without losing the update. */
+static void test_seq_wrap_entry(void **state)
+{
+	struct recfs_fault *f = tpack_new(1, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r, w;
+	uint8_t slot[RECFS_ENTRY_SIZE];
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "w", 1, CH, 0, &w);
+	const struct recfs_geom g = *recfs_pack_geom(p);
+	const uint64_t seed = p->pack_seed;
+	recfs_pack_close(p);
+	w.seq = UINT64_MAX - 1; /* even: slot 0 */
+	recfs_entry_encode(&w, seed, slot);
+	memcpy(recfs_fault_image(f, 0) + g.dir_off + (uint64_t)w.index * 2 * RECFS_ENTRY_SIZE, slot,
+	       sizeof(slot));
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	assert_int_equal(recfs_rec_lookup(p, "w", &r), 0);
+	assert_int_equal(r.seq, UINT64_MAX - 1);
+	assert_int_equal(recfs_rec_delete(p, r.index, 0), 0);
+	recfs_pack_close(p);
+	assert_int_equal(tpack_open(f, 1, NULL, 0, &p), 0);
+	assert_int_equal(recfs_rec_lookup(p, "w", &r), -ENOENT); /* the delete stuck */
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
 /* Odd directory capacities still put the checksum table on a block. */
 static void test_odd_capacity(void **state)
 {
@@ -402,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_chunk),     cmocka_unit_test(test_replica_damage),
 		cmocka_unit_test(test_stale_member),      cmocka_unit_test(test_bad_entry_kept),
 		cmocka_unit_test(test_odd_capacity),      cmocka_unit_test(test_follow_writer),
+		cmocka_unit_test(test_seq_wrap_entry),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
