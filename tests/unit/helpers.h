@@ -58,6 +58,22 @@ static inline void tfill(unsigned s, uint64_t off, uint8_t *buf, size_t len)
 		buf[k] = tbyte(s, off + k);
 }
 
+/* append bytes [from, to) of stream s */
+static inline int tappend(struct recfs_appender *a, unsigned s, uint64_t from, uint64_t to)
+{
+	uint8_t buf[7000];
+
+	for (uint64_t off = from; off < to;) {
+		size_t n = to - off < sizeof(buf) ? (size_t)(to - off) : sizeof(buf);
+		tfill(s, off, buf, n);
+		int err = recfs_append(a, buf, n);
+		if (err)
+			return err;
+		off += n;
+	}
+	return 0;
+}
+
 /* read a whole recording with verification and compare with stream s */
 static inline int tcheck(struct recfs_pack *p, const struct recfs_rec *r, unsigned s, uint64_t len)
 {

@@ -28,7 +28,6 @@ static int put(struct recfs_pack *p, unsigned k, bool seal, struct acked *ack)
 {
 	struct recfs_rec r;
 	struct recfs_appender *a;
-	uint8_t buf[6000];
 	int err;
 
 	ack->create_started[k] = true;
@@ -40,14 +39,7 @@ static int put(struct recfs_pack *p, unsigned k, bool seal, struct acked *ack)
 	for (uint64_t off = 0; off < lens[k];) {
 		uint64_t to = off + steps[k] < lens[k] ? off + steps[k] : lens[k];
 		ack->appended[k] = to;
-		for (uint64_t o = off; o < to;) {
-			size_t n = to - o < sizeof(buf) ? (size_t)(to - o) : sizeof(buf);
-			tfill(k, o, buf, n);
-			if ((err = recfs_append(a, buf, n)))
-				goto out;
-			o += n;
-		}
-		if ((err = recfs_append_sync(a)))
+		if ((err = tappend(a, k, off, to)) || (err = recfs_append_sync(a)))
 			goto out;
 		ack->synced[k] = to;
 		off = to;

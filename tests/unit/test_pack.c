@@ -89,16 +89,10 @@ static void write_rec(struct recfs_pack *p, const char *name, unsigned s, uint64
 		      uint64_t hint, struct recfs_rec *r)
 {
 	struct recfs_appender *a;
-	uint8_t buf[10000];
 
 	assert_int_equal(recfs_rec_create(p, name, NULL, hint, r), 0);
 	assert_int_equal(recfs_appender_new(p, r, &a), 0);
-	for (uint64_t off = 0; off < len;) {
-		size_t n = len - off < sizeof(buf) ? (size_t)(len - off) : sizeof(buf);
-		tfill(s, off, buf, n);
-		assert_int_equal(recfs_append(a, buf, n), 0);
-		off += n;
-	}
+	assert_int_equal(tappend(a, s, 0, len), 0);
 	assert_int_equal(recfs_append_seal(a), 0);
 	recfs_appender_free(a);
 }

@@ -20,20 +20,6 @@ struct acked {
 	uint64_t appended[NR]; /* bytes handed to the appender */
 };
 
-static int append_stream(struct recfs_appender *a, unsigned s, uint64_t from, uint64_t to)
-{
-	uint8_t buf[7000];
-	for (uint64_t off = from; off < to;) {
-		size_t n = to - off < sizeof(buf) ? (size_t)(to - off) : sizeof(buf);
-		tfill(s, off, buf, n);
-		int err = recfs_append(a, buf, n);
-		if (err)
-			return err;
-		off += n;
-	}
-	return 0;
-}
-
 /* One recording written and sealed, syncing every `step` bytes. */
 static int put(struct recfs_pack *p, unsigned k, uint64_t step, struct acked *ack)
 {
@@ -48,7 +34,7 @@ static int put(struct recfs_pack *p, unsigned k, uint64_t step, struct acked *ac
 	for (uint64_t off = 0; off < lens[k];) {
 		uint64_t to = off + step < lens[k] ? off + step : lens[k];
 		ack->appended[k] = to;
-		if ((err = append_stream(a, k, off, to)) || (err = recfs_append_sync(a)))
+		if ((err = tappend(a, k, off, to)) || (err = recfs_append_sync(a)))
 			goto out;
 		ack->synced[k] = to;
 		off = to;
