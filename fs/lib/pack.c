@@ -5,11 +5,6 @@
 
 #include "internal.h"
 
-static const char *dev_name(const struct recfs_pack *p, unsigned i)
-{
-	return p->m[i].dev ? p->m[i].dev->path : "(missing)";
-}
-
 /* ------------------------------------------------------------ metadata I/O */
 int recfs_meta_read(struct recfs_pack *p, unsigned member, void *buf, size_t len, uint64_t off)
 {
@@ -839,7 +834,6 @@ int recfs_pack_member(struct recfs_pack *p, unsigned i, struct recfs_member_info
 		mi->present = true;
 		mi->failed = p->m[i].failed;
 	}
-	(void)dev_name;
 	return 0;
 }
 
