@@ -636,7 +636,8 @@ static uint64_t *cm_csums(struct rr *r, uint64_t from, uint64_t to, uint64_t len
 		free(v);
 		return NULL;
 	}
-	memcpy(v, r->csums + (from - r->csum_base), n * sizeof(*v));
+	if (n)
+		memcpy(v, r->csums + (from - r->csum_base), n * sizeof(*v));
 	if (tail)
 		v[n] = r->tail_csum;
 	pthread_mutex_unlock(&r->csum_lock);

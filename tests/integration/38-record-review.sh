@@ -179,7 +179,7 @@ C
 if cc -shared -fPIC -o "$T_DIR/nore.so" "$T_DIR/nore.c" -ldl 2>/dev/null; then
 	make_members 2 400M n
 	check "mkfs 64K chunks" mkfs.recfs -f -q -c 64K "$PACK"
-	run env LD_PRELOAD="$T_DIR/nore.so" recfs-record -q -c 30 -i gen:counter --size 300M "$PACK" nomem
+	run env ASAN_OPTIONS=verify_asan_link_order=0 LD_PRELOAD="$T_DIR/nore.so" recfs-record -q -c 30 -i gen:counter --size 300M "$PACK" nomem
 	check "checksum array full: exit 3 ($RC: $(tail -1 <<<"$OUT"))" test "$RC" = 3
 	run recfs-play --check counter "$PACK" nomem
 	check "checksum array full: sealed at the 4096 checksummed chunks, all verify ($OUT)" \
@@ -202,7 +202,7 @@ C
 if cc -shared -fPIC -o "$T_DIR/norecv.so" "$T_DIR/norecv.c" 2>/dev/null; then
 	PORT=$(free_port)
 	t0=$(date +%s)
-	run env LD_PRELOAD="$T_DIR/norecv.so" recfs-record -q -i "udp:127.0.0.1:$PORT" -d 20 "$PACK" norecv
+	run env ASAN_OPTIONS=verify_asan_link_order=0 LD_PRELOAD="$T_DIR/norecv.so" recfs-record -q -i "udp:127.0.0.1:$PORT" -d 20 "$PACK" norecv
 	check "receive error while learning the size: exit 1, named ($RC: $OUT)" \
 		grep -q "udp:127.0.0.1:$PORT: receive failed: No buffer space available; recording 'norecv' not created" <<<"$OUT"
 	check "receive error: stopped at once, not at --duration" test $(($(date +%s) - t0)) -lt 10
