@@ -74,6 +74,45 @@ static inline int tappend(struct recfs_appender *a, unsigned s, uint64_t from, u
 	return 0;
 }
 
+/* What a power-loss session got acknowledged, per recording k (stream k). */
+#define TREC_MAX 8
+struct tacked {
+	bool create_started[TREC_MAX], created[TREC_MAX], sealed[TREC_MAX];
+	bool deleted[TREC_MAX], delete_started[TREC_MAX];
+	uint64_t synced[TREC_MAX];   /* last acknowledged committed length */
+	uint64_t appended[TREC_MAX]; /* bytes handed to the appender */
+};
+
+/* Create recording k as `name` (size hint `hint`), append stream k up to
+ * len syncing every `step` bytes, seal if asked; record what succeeded. */
+static inline int tput(struct recfs_pack *p, unsigned k, const char *name, uint64_t len,
+		       uint64_t hint, uint64_t step, bool seal, struct tacked *ack)
+{
+	struct recfs_rec r;
+	struct recfs_appender *a;
+	int err;
+
+	ack->create_started[k] = true;
+	if ((err = recfs_rec_create(p, name, NULL, hint, &r)))
+		return err;
+	ack->created[k] = true;
+	if ((err = recfs_appender_new(p, &r, &a)))
+		return err;
+	for (uint64_t off = 0; off < len;) {
+		uint64_t to = off + step < len ? off + step : len;
+		ack->appended[k] = to;
+		if ((err = tappend(a, k, off, to)) || (err = recfs_append_sync(a)))
+			goto out;
+		ack->synced[k] = to;
+		off = to;
+	}
+	if (seal && !(err = recfs_append_seal(a)))
+		ack->sealed[k] = true;
+out:
+	recfs_appender_free(a);
+	return err;
+}
+
 /* read a whole recording with verification and compare with stream s */
 static inline int tcheck(struct recfs_pack *p, const struct recfs_rec *r, unsigned s, uint64_t len)
 {

@@ -19,44 +19,14 @@ static const char *names[NR] = {"a", "b", "live", "d"};
 static const uint64_t lens[NR] = {3 * CH + 100, 2 * CH + 7, 4 * CH + 123, CH + 5};
 static const uint64_t steps[NR] = {CH, 50000, CH + 333, CH / 2};
 
-struct acked {
-	bool create_started[NR], created[NR], sealed[NR], deleted[NR], delete_started[NR];
-	uint64_t synced[NR], appended[NR];
-};
-
-static int put(struct recfs_pack *p, unsigned k, bool seal, struct acked *ack)
+static int put(struct recfs_pack *p, unsigned k, bool seal, struct tacked *ack)
 {
-	struct recfs_rec r;
-	struct recfs_appender *a;
-	int err;
-
-	ack->create_started[k] = true;
-	if ((err = recfs_rec_create(p, names[k], NULL, k == R_D ? lens[k] : 0, &r)))
-		return err;
-	ack->created[k] = true;
-	if ((err = recfs_appender_new(p, &r, &a)))
-		return err;
-	for (uint64_t off = 0; off < lens[k];) {
-		uint64_t to = off + steps[k] < lens[k] ? off + steps[k] : lens[k];
-		ack->appended[k] = to;
-		if ((err = tappend(a, k, off, to)) || (err = recfs_append_sync(a)))
-			goto out;
-		ack->synced[k] = to;
-		off = to;
-	}
-	if (seal) {
-		if ((err = recfs_append_seal(a)))
-			goto out;
-		ack->sealed[k] = true;
-	}
-out:
-	recfs_appender_free(a);
-	return err;
+	return tput(p, k, names[k], lens[k], k == R_D ? lens[k] : 0, steps[k], seal, ack);
 }
 
 /* create, append+sync, seal; another; delete the first; one left open
  * (a recorder that dies with the machine); one more created and sealed */
-static void session(struct recfs_fault *f, struct acked *ack)
+static void session(struct recfs_fault *f, struct tacked *ack)
 {
 	struct recfs_pack *p;
 	struct recfs_rec r;
@@ -133,7 +103,7 @@ static void only_crash_problems(const char *text, const char *what)
 	}
 }
 
-static void check_after(struct recfs_fault *f, const struct acked *ack, const char *what)
+static void check_after(struct recfs_fault *f, const struct tacked *ack, const char *what)
 {
 	struct outbuf ob;
 	struct recfs_check_stats st;
@@ -190,7 +160,7 @@ static void check_after(struct recfs_fault *f, const struct acked *ack, const ch
 
 static void run_cuts(unsigned torn, unsigned flags)
 {
-	struct acked ack;
+	struct tacked ack;
 	struct recfs_fault *f = tpack_new(NM, MSZ, CH, DIRCAP);
 	uint64_t total;
 
@@ -229,7 +199,7 @@ static void test_cut_volatile_torn(void **s) { (void)s; run_cuts(2, RECFS_FAULT_
 /* -n never writes, even on a pack that needs repairs */
 static void test_readonly(void **s)
 {
-	struct acked ack;
+	struct tacked ack;
 	struct recfs_fault *f = tpack_new(NM, MSZ, CH, DIRCAP);
 	struct outbuf ob;
 	struct recfs_check_stats st;

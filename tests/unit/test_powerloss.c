@@ -14,40 +14,13 @@ enum { R_OLD1, R_OLD2, R_LIVE, R_NEW, NR };
 static const char *names[NR] = {"old1", "old2", "live", "new"};
 static const uint64_t lens[NR] = {3 * CH + 100, 2 * CH, 5 * CH + 999, 2 * CH + 5};
 
-struct acked {
-	bool created[NR], sealed[NR], deleted[NR], delete_started[NR];
-	uint64_t synced[NR];   /* last acknowledged committed length */
-	uint64_t appended[NR]; /* bytes handed to the appender */
-};
-
 /* One recording written and sealed, syncing every `step` bytes. */
-static int put(struct recfs_pack *p, unsigned k, uint64_t step, struct acked *ack)
+static int put(struct recfs_pack *p, unsigned k, uint64_t step, struct tacked *ack)
 {
-	struct recfs_rec r;
-	struct recfs_appender *a;
-	int err = recfs_rec_create(p, names[k], NULL, k == R_NEW ? lens[k] : 0, &r);
-	if (err)
-		return err;
-	ack->created[k] = true;
-	if ((err = recfs_appender_new(p, &r, &a)))
-		return err;
-	for (uint64_t off = 0; off < lens[k];) {
-		uint64_t to = off + step < lens[k] ? off + step : lens[k];
-		ack->appended[k] = to;
-		if ((err = tappend(a, k, off, to)) || (err = recfs_append_sync(a)))
-			goto out;
-		ack->synced[k] = to;
-		off = to;
-	}
-	if ((err = recfs_append_seal(a)))
-		goto out;
-	ack->sealed[k] = true;
-out:
-	recfs_appender_free(a);
-	return err;
+	return tput(p, k, names[k], lens[k], k == R_NEW ? lens[k] : 0, step, true, ack);
 }
 
-static void session(struct recfs_fault *f, struct acked *ack)
+static void session(struct recfs_fault *f, struct tacked *ack)
 {
 	struct recfs_pack *p;
 	struct recfs_rec r;
@@ -68,7 +41,7 @@ out:
 	recfs_pack_close(p);
 }
 
-static void verify(struct recfs_fault *f, const struct acked *ack, const char *what)
+static void verify(struct recfs_fault *f, const struct tacked *ack, const char *what)
 {
 	struct recfs_pack *p;
 	struct recfs_rec r;
@@ -134,7 +107,7 @@ static void verify(struct recfs_fault *f, const struct acked *ack, const char *w
 
 static void run_cuts(unsigned torn, unsigned flags)
 {
-	struct acked ack;
+	struct tacked ack;
 	struct recfs_fault *f = tpack_new(NM, MSZ, CH, 8);
 	recfs_fault_reboot(f);
 	session(f, &ack);
