@@ -183,6 +183,22 @@ int recfs_super_check_geom(const struct recfs_super *s)
 	return 0;
 }
 
+void recfs_super_set_geom(struct recfs_super *s, const struct recfs_geom *g)
+{
+	s->member_count = g->members;
+	s->chunk_size = g->chunk_size;
+	s->dir_capacity = g->dir_capacity;
+	s->member_size = g->member_size;
+	s->rows = g->rows;
+	s->bitmap_off = g->bitmap_off;
+	s->bitmap_copy_size = g->bitmap_copy_size;
+	s->dir_off = g->dir_off;
+	s->csum_off = g->csum_off;
+	s->csum_size = g->csum_size;
+	s->data_off = g->data_off;
+	s->backup_off = g->backup_off;
+}
+
 void recfs_super_to_geom(const struct recfs_super *s, struct recfs_geom *g)
 {
 	/* s passed recfs_super_check_geom */

@@ -39,6 +39,8 @@ void recfs_super_encode(const struct recfs_super *s, void *blk);
 /* Fields consistent with each other and with recfs_geom_compute. */
 int recfs_super_check_geom(const struct recfs_super *s);
 void recfs_super_to_geom(const struct recfs_super *s, struct recfs_geom *g);
+/* The layout fields of s from g (the inverse). */
+void recfs_super_set_geom(struct recfs_super *s, const struct recfs_geom *g);
 
 struct recfs_bitmap_hdr {
 	uint32_t copy;

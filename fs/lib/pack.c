@@ -870,19 +870,8 @@ int recfs_mkfs(struct recfs_dev **devs, unsigned n, const struct recfs_mkfs_opts
 		uuid_generate(s.pack_uuid);
 	for (unsigned i = 0; i < n; i++)
 		uuid_generate(s.member_uuids[i]);
-	s.member_count = n;
-	s.chunk_size = g.chunk_size;
-	s.dir_capacity = g.dir_capacity;
-	s.member_size = g.member_size;
-	s.rows = g.rows;
+	recfs_super_set_geom(&s, &g);
 	s.created_ns = o && o->created_ns ? o->created_ns : recfs_now_ns();
-	s.bitmap_off = g.bitmap_off;
-	s.bitmap_copy_size = g.bitmap_copy_size;
-	s.dir_off = g.dir_off;
-	s.csum_off = g.csum_off;
-	s.csum_size = g.csum_size;
-	s.data_off = g.data_off;
-	s.backup_off = g.backup_off;
 	if (o && o->label)
 		snprintf(s.label, sizeof(s.label), "%s", o->label);
 

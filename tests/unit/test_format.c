@@ -23,19 +23,8 @@ static void test_super_roundtrip(void **state)
 
 	assert_int_equal(recfs_geom_compute(&g, 3, 100ull << 20, 1 << 20, 100), 0);
 	s.version = 1;
-	s.member_count = 3;
+	recfs_super_set_geom(&s, &g);
 	s.member_index = 2;
-	s.chunk_size = g.chunk_size;
-	s.dir_capacity = g.dir_capacity;
-	s.member_size = g.member_size;
-	s.rows = g.rows;
-	s.bitmap_off = g.bitmap_off;
-	s.bitmap_copy_size = g.bitmap_copy_size;
-	s.dir_off = g.dir_off;
-	s.csum_off = g.csum_off;
-	s.csum_size = g.csum_size;
-	s.data_off = g.data_off;
-	s.backup_off = g.backup_off;
 	s.created_ns = 123456789;
 	strcpy(s.label, "label");
 	for (int i = 0; i < 3; i++)
