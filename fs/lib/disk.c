@@ -6,6 +6,17 @@
 
 #include "internal.h"
 
+/* Data checksums are most of the CPU a recorder, a verifying mount and
+ * fsck --verify spend.  Debian builds libxxhash for baseline x86-64
+ * (SSE2); its _dispatch entry points choose AVX2 or AVX-512 at run time,
+ * 1.7x as fast on the benchmark machine, with the same values. */
+#if (defined(__x86_64__) || defined(__i386__)) && __has_include(<xxh_x86dispatch.h>)
+#include <xxh_x86dispatch.h>
+#define xxh3_seeded XXH3_64bits_withSeed_dispatch
+#else
+#define xxh3_seeded XXH3_64bits_withSeed
+#endif
+
 uint64_t recfs_pack_seed(const uint8_t uuid[16])
 {
 	return XXH3_64bits(uuid, 16);
@@ -20,7 +31,7 @@ uint64_t recfs_chunk_seed(uint64_t uid, uint64_t chunk)
 
 uint64_t recfs_chunk_csum(uint64_t uid, uint64_t chunk, const void *data, size_t len)
 {
-	return XXH3_64bits_withSeed(data, len, recfs_chunk_seed(uid, chunk));
+	return xxh3_seeded(data, len, recfs_chunk_seed(uid, chunk));
 }
 
 /* ---------------------------------------------------------------- geometry */
