@@ -77,6 +77,7 @@ enum rr_input_kind { RR_IN_FD, RR_IN_UDP, RR_IN_GEN };
 
 struct rr_member_stat {
 	uint64_t max_ns, sum_ns, writes;
+	uint64_t short_writes;           /* completed short; the rest sent again */
 };
 
 struct rr {
@@ -793,10 +794,24 @@ struct wr_slot {
 	uint64_t chunk;
 	uint64_t t_submit;
 	unsigned member;
+	uint8_t *buf;   /* the request: len bytes from buf to off on the member */
+	uint64_t off;
 	uint32_t len;   /* bytes written (padded to a block) */
 	uint32_t dlen;  /* data bytes */
+	uint32_t wrote; /* of len, by earlier short completions */
 	bool done;
 };
+
+/* (Re)arm sl's request for the part of it not yet written. */
+static void wr_prep(struct rr *r, struct wr_slot *sl)
+{
+	struct recfs_dev *d = recfs_pack_dev(r->p, sl->member);
+	io_prep_pwrite(&sl->cb, d->fd, sl->buf + sl->wrote, sl->len - sl->wrote,
+		       (long long)(sl->off + sl->wrote));
+	io_set_eventfd(&sl->cb, r->aio_efd);
+	sl->cb.data = sl;
+	sl->t_submit = rr_mono_ns();
+}
 
 /* Create the recording once the first byte is in the ring. */
 static int wr_create(struct rr *r)
@@ -910,7 +925,7 @@ static int64_t wr_run(struct rr *r)
 
 	bool failed = false;
 	for (;;) {
-		bool progress = false;
+		bool progress = false, again = false;
 		uint64_t f = atomic_load_explicit(&r->filled, memory_order_acquire);
 		bool eof = atomic_load_explicit(&r->eof, memory_order_acquire);
 		if (eof) /* eof is stored after the last filled: reread */
@@ -935,16 +950,15 @@ static int64_t wr_run(struct rr *r)
 			uint32_t plen = (len + RECFS_BLOCK - 1) / RECFS_BLOCK * RECFS_BLOCK;
 			if (plen > len)
 				memset(buf + len, 0, plen - len);
-			struct recfs_dev *d = recfs_pack_dev(r->p, m);
-			io_prep_pwrite(&sl->cb, d->fd, buf, plen, (long long)lo);
-			io_set_eventfd(&sl->cb, r->aio_efd);
-			sl->cb.data = sl;
 			sl->chunk = next;
 			sl->member = m;
+			sl->buf = buf;
+			sl->off = lo;
 			sl->len = plen;
 			sl->dlen = len;
+			sl->wrote = 0;
 			sl->done = false;
-			sl->t_submit = rr_mono_ns();
+			wr_prep(r, sl);
 			pending[npending++] = &sl->cb;
 			inflight[m]++;
 			total_inflight++;
@@ -956,7 +970,9 @@ static int64_t wr_run(struct rr *r)
 				memmove(pending, pending + n, (npending - (unsigned)n) * sizeof(*pending));
 				npending -= (unsigned)n;
 				progress = true;
-			} else if (n != -EAGAIN && n != -EINTR && n != 0) {
+			} else if (n == -EAGAIN || n == 0) {
+				again = true; /* the kernel's AIO resources: retry soon */
+			} else if (n != -EINTR) {
 				struct wr_slot *sl = pending[0]->data;
 				r->err_member = (int)sl->member;
 				r->err_errno = -n;
@@ -1006,15 +1022,14 @@ static int64_t wr_run(struct rr *r)
 				memcpy(tbuf, r->ring + (next % r->nslots) * cs, len);
 				memset(tbuf + len, 0, plen - len);
 				recfs_map(r->g, ext_start + next * cs, &m, &lo);
-				struct recfs_dev *d = recfs_pack_dev(r->p, m);
-				io_prep_pwrite(&tail_sl.cb, d->fd, tbuf, plen, (long long)lo);
-				io_set_eventfd(&tail_sl.cb, r->aio_efd);
-				tail_sl.cb.data = &tail_sl;
 				tail_sl.chunk = next;
 				tail_sl.member = m;
+				tail_sl.buf = tbuf;
+				tail_sl.off = lo;
 				tail_sl.len = plen;
 				tail_sl.dlen = len;
-				tail_sl.t_submit = rr_mono_ns();
+				tail_sl.wrote = 0;
+				wr_prep(r, &tail_sl);
 				tail_cs = recfs_chunk_csum(uid, next, tbuf, len);
 				struct iocb *one = &tail_sl.cb;
 				int n = io_submit(ctx, 1, &one);
@@ -1023,7 +1038,9 @@ static int64_t wr_run(struct rr *r)
 					total_inflight++;
 					tail_busy = true;
 					progress = true;
-				} else if (n != -EAGAIN && n != -EINTR && n != 0) {
+				} else if (n == -EAGAIN || n == 0) {
+					again = true;
+				} else if (n != -EINTR) {
 					r->err_member = (int)m;
 					r->err_errno = -n;
 					r->err_off = next * cs;
@@ -1048,11 +1065,24 @@ static int64_t wr_run(struct rr *r)
 			inflight[sl->member]--;
 			total_inflight--;
 			long res = (long)ev[i].res;
-			if (res != (long)sl->len) {
+			uint32_t left = sl->len - sl->wrote;
+			if (res > 0 && res < (long)left && res % RECFS_BLOCK == 0 && !failed) {
+				/* a short write (the device took part of it): send
+				 * the rest, as fio requeues a residual; no progress
+				 * at all is an error, below */
+				sl->wrote += (uint32_t)res;
+				ms->short_writes++;
+				wr_prep(r, sl);
+				pending[npending++] = &sl->cb;
+				inflight[sl->member]++;
+				total_inflight++;
+				continue;
+			}
+			if (res != (long)left) {
 				if (!failed || r->err_errno == 0) {
 					r->err_member = (int)sl->member;
 					r->err_errno = res < 0 ? (int)-res : EIO;
-					r->err_short = res < 0 ? -1 : res;
+					r->err_short = res < 0 ? -1 : (long)sl->wrote + res;
 					r->err_len = sl->len;
 					r->err_off = sl->chunk * cs;
 				}
@@ -1103,7 +1133,7 @@ static int64_t wr_run(struct rr *r)
 		if (!progress) {
 			struct pollfd pf[2] = { { .fd = r->aio_efd, .events = POLLIN },
 						{ .fd = r->data_efd, .events = POLLIN } };
-			if (poll(pf, 2, 100) > 0) {
+			if (poll(pf, 2, again ? 1 : 100) > 0) {
 				if (pf[0].revents)
 					rr_drain(r->aio_efd);
 				if (pf[1].revents)
@@ -1247,8 +1277,9 @@ static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop wh
 		struct recfs_dev *d = recfs_pack_dev(r->p, i);
 		fprintf(f, "%s\n    {\"index\": %u, \"path\": ", i ? "," : "", i);
 		rr_json_str(f, d ? d->path : "");
-		fprintf(f, ", \"writes\": %llu, \"latency_max_s\": %.6f, \"latency_mean_s\": %.6f}",
-			(unsigned long long)m->writes, (double)m->max_ns * 1e-9,
+		fprintf(f, ", \"writes\": %llu, \"short_writes\": %llu, \"latency_max_s\": %.6f, \"latency_mean_s\": %.6f}",
+			(unsigned long long)m->writes, (unsigned long long)m->short_writes,
+			(double)m->max_ns * 1e-9,
 			m->writes ? (double)m->sum_ns / (double)m->writes * 1e-9 : 0.0);
 	}
 	fprintf(f, "\n  ],\n");

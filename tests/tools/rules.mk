@@ -12,3 +12,11 @@ EXTRA_CHECK_DEPS += $(BUILD)/tests/slowpread.so
 $(BUILD)/tests/slowpread.so: tests/tools/slowpread.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl -lpthread
+
+# LD_PRELOAD shim for io_submit: partial submits, EAGAIN, short writes
+# (tests/integration/3a-record-aio.sh)
+TEST_TOOLS += $(BUILD)/tests/aioshim.so
+EXTRA_CHECK_DEPS += $(BUILD)/tests/aioshim.so
+$(BUILD)/tests/aioshim.so: tests/tools/aioshim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -lpthread
