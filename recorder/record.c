@@ -125,6 +125,7 @@ struct rr {
 	struct recfs_loss loss;
 	uint64_t ring_dropped, kernel_dropped; /* loss.dropped is their sum */
 	uint32_t ovfl_last;              /* the socket's last drop count */
+	uint64_t coalesce_ns;            /* sleep after a thin batch (0: never) */
 	pthread_mutex_t loss_lock;
 	struct recfs_loss loss_pub;
 	char in_err[256];
@@ -430,6 +431,7 @@ static void rcv_stream(struct rr *r)
 }
 
 #define RR_BATCH 64
+#define RR_COALESCE_NS 200000
 
 /* The socket's drop count (SO_MEMINFO's SK_MEMINFO_DROPS, cumulative, 32
  * bits), read once a chunk rather than as a control message on every
@@ -555,6 +557,8 @@ static void rcv_udp(struct rr *r)
 			rr_set_stop(r, RR_STOP_INPUT);
 			break;
 		}
+		if (got > 0 && got < RR_BATCH / 4 && r->coalesce_ns)
+			rr_sleep_ns(r->coalesce_ns); /* let a batch gather */
 		uint64_t old = filled, dst = filled;
 		for (int i = 0; i < got; i++) {
 			uint64_t src = filled + (uint64_t)i * P;
@@ -1226,6 +1230,18 @@ static int rr_open_input(struct rr *r)
 		close(s);
 		return -e;
 	}
+	/* A receiver that drains the socket faster than datagrams arrive
+	 * wakes for every few of them: at 2 GB/s of 8 KB datagrams, 10 a
+	 * call and 30,000 context switches a second.  Sleeping 200 us after
+	 * a call that found under a quarter of a batch lets them gather: 40%
+	 * less CPU per GB on the development machine.  Only with a socket
+	 * buffer that holds 200 us at well over line rate (8 MiB: 10 GB/s
+	 * to a quarter full); a faster stream fills the batches and never
+	 * sleeps. */
+	int have = 0;
+	socklen_t hl = sizeof(have);
+	if (!getsockopt(s, SOL_SOCKET, SO_RCVBUF, &have, &hl) && have >= (8 << 20))
+		r->coalesce_ns = RR_COALESCE_NS;
 	r->in_fd = s;
 	return 0;
 }
