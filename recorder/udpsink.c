@@ -2,8 +2,9 @@
 /*
  * recfs-udpsink (bench only, not installed): the ceiling for bench/udp.sh.
  * recvmmsg in batches into one buffer and discard; counts datagrams and
- * bytes from the first datagram until --idle seconds without one (or
- * --duration).  Prints "datagrams N bytes N seconds S".
+ * bytes from the first datagram until IDLE_SECONDS (default 1) without
+ * one.  Prints "datagrams N bytes N seconds S cpu S" (cpu: user+system
+ * of the whole process, as recfs-record's --stats-json reports its own).
  */
 #include <errno.h>
 #include <poll.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -72,8 +74,12 @@ int main(int argc, char **argv)
 		}
 		tlast = rr_mono_ns();
 	}
-	printf("datagrams %llu bytes %llu seconds %.3f\n", (unsigned long long)n,
-	       (unsigned long long)bytes, (double)(tlast - t0) * 1e-9);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	printf("datagrams %llu bytes %llu seconds %.3f cpu %.3f\n", (unsigned long long)n,
+	       (unsigned long long)bytes, (double)(tlast - t0) * 1e-9,
+	       (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6);
 	free(buf);
 	close(s);
 	return 0;
