@@ -176,7 +176,8 @@ void *realloc(void *p, size_t n)
 	return p && n == 65536 ? NULL : real(p, n);
 }
 C
-if cc -shared -fPIC -o "$T_DIR/nore.so" "$T_DIR/nore.c" -ldl 2>/dev/null; then
+check "build the realloc shim" cc -shared -fPIC -o "$T_DIR/nore.so" "$T_DIR/nore.c" -ldl
+if [ -f "$T_DIR/nore.so" ]; then
 	make_members 2 400M n
 	check "mkfs 64K chunks" mkfs.recfs -f -q -c 64K "$PACK"
 	run env ASAN_OPTIONS=verify_asan_link_order=0 LD_PRELOAD="$T_DIR/nore.so" recfs-record -q -c 30 -i gen:counter --size 300M "$PACK" nomem
@@ -199,7 +200,8 @@ ssize_t recv(int fd, void *buf, size_t n, int flags)
 	return -1;
 }
 C
-if cc -shared -fPIC -o "$T_DIR/norecv.so" "$T_DIR/norecv.c" 2>/dev/null; then
+check "build the recv shim" cc -shared -fPIC -o "$T_DIR/norecv.so" "$T_DIR/norecv.c"
+if [ -f "$T_DIR/norecv.so" ]; then
 	PORT=$(free_port)
 	t0=$(date +%s)
 	run env ASAN_OPTIONS=verify_asan_link_order=0 LD_PRELOAD="$T_DIR/norecv.so" recfs-record -q -i "udp:127.0.0.1:$PORT" -d 20 "$PACK" norecv
