@@ -458,6 +458,7 @@ static void rcv_udp(struct rr *r)
 	uint8_t *scratch = NULL, *tmp = NULL;
 	struct rr_vdif_track vt = { 0 };
 	const int sock = r->in_fd;
+	bool at_limit = false;
 
 	scratch = malloc(65536);
 	/* tmp closes the holes wrong-sized datagrams leave: needed as soon
@@ -557,7 +558,13 @@ static void rcv_udp(struct rr *r)
 			rr_set_stop(r, RR_STOP_INPUT);
 			break;
 		}
-		if (got > 0 && got < RR_BATCH / 4 && r->coalesce_ns)
+		/* the kernel's drop count, read once a chunk (for rcv_publish's
+		 * loss snapshot) and right after the call that reaches the
+		 * limit, so no drop from after the last datagram is counted */
+		at_limit = got > 0 && (uint64_t)got * P >= budget;
+		if (got > 0 && (filled / r->chunk != (filled + (uint64_t)got * P) / r->chunk || at_limit))
+			rcv_kernel_drops(r);
+		if (got > 0 && got < RR_BATCH / 4 && r->coalesce_ns && !at_limit)
 			rr_sleep_ns(r->coalesce_ns); /* let a batch gather */
 		uint64_t old = filled, dst = filled;
 		for (int i = 0; i < got; i++) {
@@ -582,13 +589,12 @@ static void rcv_udp(struct rr *r)
 		filled = dst;
 		if (filled > old + budget)
 			filled = old + budget; /* cut the last datagram at the limit */
-		if (old / r->chunk != filled / r->chunk)
-			rcv_kernel_drops(r); /* for rcv_publish's loss snapshot */
 		if (filled != old)
 			rcv_publish(r, old, filled);
 	}
 out_free:
-	rcv_kernel_drops(r);
+	if (!at_limit) /* stopped by a signal, --duration, an error: until now */
+		rcv_kernel_drops(r);
 	pthread_mutex_lock(&r->loss_lock);
 	r->loss_pub = r->loss;
 	pthread_mutex_unlock(&r->loss_lock);
@@ -806,7 +812,8 @@ struct wr_slot {
 	bool done;
 };
 
-/* (Re)arm sl's request for the part of it not yet written. */
+/* (Re)arm sl's request for the part of it not yet written.  t_submit
+ * stays the first submission's: a write's latency includes its resends. */
 static void wr_prep(struct rr *r, struct wr_slot *sl)
 {
 	struct recfs_dev *d = recfs_pack_dev(r->p, sl->member);
@@ -814,7 +821,6 @@ static void wr_prep(struct rr *r, struct wr_slot *sl)
 		       (long long)(sl->off + sl->wrote));
 	io_set_eventfd(&sl->cb, r->aio_efd);
 	sl->cb.data = sl;
-	sl->t_submit = rr_mono_ns();
 }
 
 /* Create the recording once the first byte is in the ring. */
@@ -962,13 +968,14 @@ static int64_t wr_run(struct rr *r)
 			sl->dlen = len;
 			sl->wrote = 0;
 			sl->done = false;
+			sl->t_submit = rr_mono_ns();
 			wr_prep(r, sl);
 			pending[npending++] = &sl->cb;
 			inflight[m]++;
 			total_inflight++;
 			next++;
 		}
-		if (npending) {
+		if (npending && !failed) {
 			int n = io_submit(ctx, (long)npending, pending);
 			if (n > 0) {
 				memmove(pending, pending + n, (npending - (unsigned)n) * sizeof(*pending));
@@ -983,14 +990,20 @@ static int64_t wr_run(struct rr *r)
 				r->err_off = sl->chunk * cs;
 				rr_set_stop(r, RR_STOP_IOERR);
 				failed = true;
-				/* never submitted: forget them */
-				for (unsigned i = 0; i < npending; i++) {
-					struct wr_slot *s = pending[i]->data;
-					inflight[s->member]--;
-					total_inflight--;
-				}
-				npending = 0;
 			}
+		}
+		if (npending && failed) {
+			/* after a failure nothing more goes to the members (a dying
+			 * disk could hold each request for its whole timeout):
+			 * forget what is not submitted */
+			for (unsigned i = 0; i < npending; i++) {
+				struct wr_slot *s = pending[i]->data;
+				inflight[s->member]--;
+				total_inflight--;
+				if (s == &tail_sl)
+					tail_busy = false;
+			}
+			npending = 0;
 		}
 
 		/* checksums while the writes are in flight (the data does not
@@ -1018,7 +1031,6 @@ static int64_t wr_run(struct rr *r)
 				atomic_store(&r->tail_req, false); /* not needed */
 			} else if (!tail_busy && npending == 0 && done == next && ready == next &&
 				   f > next * cs) {
-				atomic_store(&r->tail_req, false);
 				uint32_t len = (uint32_t)(f - next * cs);
 				uint32_t plen = (len + RECFS_BLOCK - 1) / RECFS_BLOCK * RECFS_BLOCK;
 				uint64_t lo;
@@ -1033,18 +1045,21 @@ static int64_t wr_run(struct rr *r)
 				tail_sl.len = plen;
 				tail_sl.dlen = len;
 				tail_sl.wrote = 0;
+				tail_sl.t_submit = rr_mono_ns();
 				wr_prep(r, &tail_sl);
 				tail_cs = recfs_chunk_csum(uid, next, tbuf, len);
 				struct iocb *one = &tail_sl.cb;
 				int n = io_submit(ctx, 1, &one);
 				if (n == 1) {
+					atomic_store(&r->tail_req, false);
 					inflight[m]++;
 					total_inflight++;
 					tail_busy = true;
 					progress = true;
-				} else if (n == -EAGAIN || n == 0) {
-					again = true;
-				} else if (n != -EINTR) {
+				} else if (n == -EAGAIN || n == 0 || n == -EINTR) {
+					again = true; /* tail_req stays: tried again soon */
+				} else {
+					atomic_store(&r->tail_req, false);
 					r->err_member = (int)m;
 					r->err_errno = -n;
 					r->err_off = next * cs;
@@ -1059,13 +1074,7 @@ static int64_t wr_run(struct rr *r)
 		int got = total_inflight - npending > 0 ? io_getevents(ctx, 0, cap, ev, &zero) : 0;
 		for (int i = 0; i < got; i++) {
 			struct wr_slot *sl = ev[i].data;
-			uint64_t now = rr_mono_ns();
 			struct rr_member_stat *ms = &r->mst[sl->member];
-			uint64_t lat = now - sl->t_submit;
-			ms->writes++;
-			ms->sum_ns += lat;
-			if (lat > ms->max_ns)
-				ms->max_ns = lat;
 			inflight[sl->member]--;
 			total_inflight--;
 			long res = (long)ev[i].res;
@@ -1082,6 +1091,12 @@ static int64_t wr_run(struct rr *r)
 				total_inflight++;
 				continue;
 			}
+			/* one write per request, from its first submission */
+			uint64_t lat = rr_mono_ns() - sl->t_submit;
+			ms->writes++;
+			ms->sum_ns += lat;
+			if (lat > ms->max_ns)
+				ms->max_ns = lat;
 			if (res != (long)left) {
 				if (!failed || r->err_errno == 0) {
 					r->err_member = (int)sl->member;
@@ -1235,12 +1250,13 @@ static int rr_open_input(struct rr *r)
 	 * call and 30,000 context switches a second.  Sleeping 200 us after
 	 * a call that found under a quarter of a batch lets them gather: 40%
 	 * less CPU per GB on the development machine.  Only with a socket
-	 * buffer that holds 200 us at well over line rate (8 MiB: 10 GB/s
-	 * to a quarter full); a faster stream fills the batches and never
-	 * sleeps. */
+	 * buffer that holds 200 us at well over line rate: --rcvbuf 8M or
+	 * more (the kernel reports it doubled, and charges 16.6 KB for an
+	 * 8 KB datagram, so 8M holds about 4 MB: 10 GB/s for 200 us fills
+	 * half); a faster stream fills the batches and never sleeps. */
 	int have = 0;
 	socklen_t hl = sizeof(have);
-	if (!getsockopt(s, SOL_SOCKET, SO_RCVBUF, &have, &hl) && have >= (8 << 20))
+	if (!getsockopt(s, SOL_SOCKET, SO_RCVBUF, &have, &hl) && have / 2 >= (8 << 20))
 		r->coalesce_ns = RR_COALESCE_NS;
 	r->in_fd = s;
 	return 0;

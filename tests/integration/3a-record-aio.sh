@@ -48,7 +48,10 @@ run shimmed AIOSHIM_SHORT=2 recfs-record -q --buffer 16M -c 0.1 -i gen:counter -
 	--stats-json "$T_DIR/s2.json" "$PACK" slow
 check "slow input, every other write short: exit 0 ($RC: $(tail -1 <<<"$OUT"))" test "$RC" = 0
 n=$(short_writes "$T_DIR/s2.json")
-check "slow input: stall writes were shortened and sent again ($n)" test "$n" -gt 2 -a "$n" = "$(shim_count short)"
+commits=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["commits"])' "$T_DIR/s2.json")
+# 3 chunk writes alone make at most 2 short ones: more means stall writes were
+check "slow input: stall commits happened ($commits)" test "$commits" -ge 4
+check "slow input: stall writes were shortened and sent again ($n)" test "$n" -ge 4 -a "$n" = "$(shim_count short)"
 run recfs-play --check counter "$PACK" slow
 check "slow input: every byte reads back ($OUT)" \
 	grep -q "'slow': 600000 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
@@ -71,4 +74,12 @@ check "empty write: sealed before the failed chunk (${len:-none} bytes)" \
 run recfs-play --check counter "$PACK" empty
 check "empty write: the sealed prefix reads back ($OUT)" \
 	grep -q "'empty': $len bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
+
+# --- once a member has failed nothing more is submitted (a dying disk can
+# hold every request for its whole timeout): every write short, every third
+# empty, one request per call, 8 in flight per member
+run shimmed AIOSHIM_ONE=1 AIOSHIM_SHORT=1 AIOSHIM_ZERO=3 recfs-record -q -Q 8 --buffer 16M \
+	-i gen:counter --size 60M "$PACK" dying
+check "dying member: exit 3 ($RC: $(tail -1 <<<"$OUT"))" test "$RC" = 3
+check "dying member: no submit after the error was seen ($(cat "$T_DIR/shim"))" test "$(shim_count after)" = 0
 finish
