@@ -1429,11 +1429,30 @@ static void overlaps(struct ck *c, uint32_t *ord, uint32_t n)
 	}
 }
 
+/* The next run, from *k up to end, of rows whose bit in a is av and, when
+ * b is given, whose bit in b is bv: [*lo, *hi); *k moves past it. */
+static bool row_run(const uint8_t *a, bool av, const uint8_t *b, bool bv, uint64_t *k,
+		    uint64_t end, uint64_t *lo, uint64_t *hi)
+{
+#define ROW_IN(j) (recfs_bit_test(a, j) == av && (!b || recfs_bit_test(b, j) == bv))
+	while (*k < end && !ROW_IN(*k))
+		(*k)++;
+	if (*k >= end)
+		return false;
+	*lo = *k;
+	while (*k < end && ROW_IN(*k))
+		(*k)++;
+	*hi = *k;
+	return true;
+#undef ROW_IN
+}
+
 static void bitmap_runs(struct ck *c, const uint8_t *have, uint8_t *newbits, bool *dirty)
 {
 	struct recfs_pctx pc;
 	const uint64_t rb = c->g.row_bytes;
 	uint8_t *want = calloc(1, (size_t)((c->g.rows + 7) / 8) + 8);
+	uint64_t k, lo, hi;
 
 	if (!want)
 		return;
@@ -1442,26 +1461,20 @@ static void bitmap_runs(struct ck *c, const uint8_t *have, uint8_t *newbits, boo
 		if (e->drop && !e->aside)
 			continue;
 		uint64_t r0 = e->r.ext_start / rb, r1 = r0 + e->r.alloc_len / rb;
-		uint64_t hs = 0;
-		bool in = false;
-		for (uint64_t k = r0; k <= r1 && k <= c->g.rows; k++) {
-			bool hole = k < r1 && k < c->g.rows && have && !recfs_bit_test(have, k);
-			if (k < r1 && k < c->g.rows)
-				recfs_bit_set(want, k);
-			if (hole && !in) {
-				in = true;
-				hs = k;
-			} else if (!hole && in) {
-				in = false;
-				memset(&pc, 0, sizeof(pc));
-				pc.a = hs;
-				pc.b = k - 1;
-				pc.name = e->r.name;
-				if (problem(c, PR_BMP_HOLE, &pc)) {
-					for (uint64_t j = hs; j < k; j++)
-						recfs_bit_set(newbits, j);
-					*dirty = true;
-				}
+		if (r1 > c->g.rows)
+			r1 = c->g.rows;
+		for (k = r0; k < r1; k++)
+			recfs_bit_set(want, k);
+		/* holes: its rows the bitmap has free */
+		for (k = r0; have && row_run(have, false, NULL, false, &k, r1, &lo, &hi);) {
+			memset(&pc, 0, sizeof(pc));
+			pc.a = lo;
+			pc.b = hi - 1;
+			pc.name = e->r.name;
+			if (problem(c, PR_BMP_HOLE, &pc)) {
+				for (uint64_t j = lo; j < hi; j++)
+					recfs_bit_set(newbits, j);
+				*dirty = true;
 			}
 		}
 	}
@@ -1470,30 +1483,22 @@ static void bitmap_runs(struct ck *c, const uint8_t *have, uint8_t *newbits, boo
 		 * seem leaked may be its, and stay allocated */
 		out(c, "rows that belong to no known recording stay allocated: an entry was left as found");
 	} else if (have) {
-		uint64_t ls = 0;
-		bool in = false;
-		for (uint64_t k = 0; k <= c->g.rows; k++) {
-			bool leak = k < c->g.rows && recfs_bit_test(have, k) && !recfs_bit_test(want, k);
-			if (leak && !in) {
-				in = true;
-				ls = k;
-			} else if (!leak && in) {
-				in = false;
-				memset(&pc, 0, sizeof(pc));
-				pc.a = ls;
-				pc.b = k - 1;
-				if (problem(c, PR_BMP_LEAK, &pc)) {
-					for (uint64_t j = ls; j < k; j++)
-						recfs_bit_clear(newbits, j);
-					*dirty = true;
-				}
+		/* leaks: rows the bitmap has allocated that no recording has */
+		for (k = 0; row_run(have, true, want, false, &k, c->g.rows, &lo, &hi);) {
+			memset(&pc, 0, sizeof(pc));
+			pc.a = lo;
+			pc.b = hi - 1;
+			if (problem(c, PR_BMP_LEAK, &pc)) {
+				for (uint64_t j = lo; j < hi; j++)
+					recfs_bit_clear(newbits, j);
+				*dirty = true;
 			}
 		}
 	} else {
 		memcpy(newbits, want, (size_t)((c->g.rows + 7) / 8));
 	}
 	c->st->rows_used = 0;
-	for (uint64_t k = 0; k < c->g.rows; k++)
+	for (k = 0; k < c->g.rows; k++)
 		c->st->rows_used += recfs_bit_test(want, k);
 	free(want);
 }
