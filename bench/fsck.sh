@@ -14,6 +14,7 @@
 # pack with NREC recordings (metadata only, 64 KiB chunks).
 set -u
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD=${BUILD:-build}
 BIN=$PWD/$BUILD/bin
 NMEM=${MEMBERS:-4}
@@ -28,7 +29,6 @@ for t in fsck.recfs mkfs.recfs recfs-record; do
 	[ -x "$BIN/$t" ] || { echo "fsck.sh: $BIN/$t missing: run make" >&2; exit 1; }
 done
 command -v fio >/dev/null || { echo "fsck.sh: fio missing (make deps)" >&2; exit 1; }
-bytes() { python3 -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$1"; }
 SIZE_B=$(bytes "$SIZE")
 CHUNK_B=$(bytes "$CHUNK")
 PER=$((SIZE_B / NMEM))

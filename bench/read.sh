@@ -17,6 +17,7 @@
 # Prints MB/s, % of raw and the driver's CPU time per GiB.  Needs root (FUSE, bdi readahead).
 set -u
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD=${BUILD:-build}
 BIN=$PWD/$BUILD/bin
 TW=$PWD/$BUILD/tests/recfs-testwrite
@@ -30,7 +31,6 @@ export PATH=$BIN:$PATH
 for t in "$BIN/recfs-mount" "$BIN/mkfs.recfs" "$TW"; do
 	[ -x "$t" ] || { echo "read.sh: $t missing: run 'make all $BUILD/tests/recfs-testwrite $BUILD/tests/slowpread.so'" >&2; exit 1; }
 done
-bytes() { python3 -c "import sys; s=sys.argv[1]; m={'K':1<<10,'M':1<<20,'G':1<<30}; print(int(s[:-1])*m[s[-1]] if s[-1] in m else int(s))" "$1"; }
 SIZE_B=$(bytes "$SIZE")
 CHUNK_B=$(bytes "$CHUNK")
 PER=$((SIZE_B / NMEM))
@@ -64,8 +64,9 @@ try: print(int(json.load(sys.stdin)['jobs'][0]['read']['bw_bytes']))
 except Exception: print(0)"
 }
 
+PRELOAD="" # an LD_PRELOAD shim for the driver (the disk-bound rows)
 mount_it() { # options...
-	"$BIN/recfs-mount" -f "$@" "$PACK" "$DIR/mnt" 2>>"$DIR/mount.log" &
+	env ${PRELOAD:+LD_PRELOAD=$PRELOAD} "$BIN/recfs-mount" -f "$@" "$PACK" "$DIR/mnt" 2>>"$DIR/mount.log" &
 	MPID=$!
 	for ((i = 0; i < 400; i++)); do
 		mountpoint -q "$DIR/mnt" && return 0
@@ -178,16 +179,7 @@ if [ "$SLOW_MBS" != 0 ] && [ -f "$SHIM" ]; then
 		LD_PRELOAD=$SHIM fio_bw --direct=1 --rw=read --bs="$CHUNK_B" --size=$((SIZE_B / NMEM)) \
 			$(for ((i = 0; i < NMEM; i++)); do echo --name=m$i --filename=$DIR/m$i.img; done)
 	}
-	mount_it() {
-		LD_PRELOAD=$SHIM "$BIN/recfs-mount" -f "$@" "$PACK" "$DIR/mnt" 2>>"$DIR/mount.log" &
-		MPID=$!
-		for ((i = 0; i < 400; i++)); do
-			mountpoint -q "$DIR/mnt" && return 0
-			sleep 0.01
-		done
-		echo "read.sh: mount failed: $(cat "$DIR/mount.log")" >&2
-		exit 1
-	}
+	PRELOAD=$SHIM # the mounts from now on see the emulated disks too
 	SIZE_FULL=$SIZE_B
 	# about 3 s of reading at the emulated aggregate rate
 	SIZE_B=$((NMEM * SLOW_MBS * 3000000 / 1048576 * 1048576))

@@ -20,6 +20,7 @@
 #   -d DIR       folder for the file members (default /var/tmp)
 set -u
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BIN=${RECFS_BIN:-$PWD/${BUILD:-build}/bin}
 MEMBERS_ARG="" N=4 PER=1G CHUNK=1M DEPTHS=4 BUF=256M REPEAT=1 DIR=/var/tmp
 while getopts "m:n:s:c:Q:b:r:d:h" o; do
@@ -32,11 +33,6 @@ done
 for t in fio python3 /usr/bin/time "$BIN/recfs-record" "$BIN/mkfs.recfs" "$BIN/recfs"; do
 	command -v "$t" >/dev/null || { echo "bench/record.sh: $t not found (make; make deps)" >&2; exit 1; }
 done
-bytes() { python3 -c '
-import sys
-s=sys.argv[1].upper().rstrip("B").rstrip("I")
-m={"K":1<<10,"M":1<<20,"G":1<<30,"T":1<<40}
-print(int(float(s[:-1])*m[s[-1]]) if s[-1] in m else int(s))' "$1"; }
 PER_B=$(bytes "$PER")
 CHUNK_B=$(bytes "$CHUNK")
 PER_B=$((PER_B / CHUNK_B * CHUNK_B))

@@ -31,6 +31,7 @@
 # would not fit in half the free space are skipped.
 set -u
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BIN=${RECFS_BIN:-$PWD/${BUILD:-build}/bin}
 SINK=${BUILD:-build}/bench/recfs-udpsink
 T=10 RATES="250M 500M 1G 1500M 2G 2500M 3G 3500M 4G 4500M" N=4 DIR=/var/tmp BUF=1G QD=""
@@ -49,11 +50,6 @@ if [ "$CPUS" != none ]; then
 		{ echo "bench/udp.sh: -c $CPUS: not CPU lists this machine has" >&2; exit 1; }
 fi
 make -s "$SINK" "$BIN/recfs-record" "$BIN/recfs-play" >/dev/null || exit 1
-bytes() { python3 -c '
-import sys
-s=sys.argv[1].upper().rstrip("B").rstrip("I")
-m={"K":1<<10,"M":1<<20,"G":1<<30}
-print(int(float(s[:-1])*m[s[-1]]) if s[-1] in m else int(s))' "$1"; }
 
 TMP=$(mktemp -d "$DIR/recfs-udpbench.XXXXXX")
 PIDS=()
@@ -74,12 +70,6 @@ done
 PACK=$(IFS=,; echo "${MEM[*]}")
 "$BIN/mkfs.recfs" -f -q "$PACK" || exit 1
 
-port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_bound() {
-	local i
-	for ((i = 0; i < 200; i++)); do [ -n "$(ss -Hlun "sport = :$1")" ] && return 0; sleep 0.05; done
-	return 1
-}
 sent_of() { sed -n 's/.*sent \([0-9]*\) datagrams.*/\1/p' "$1"; }
 # the rate the sender really reached, MB/s (it falls short when the CPUs are busy)
 rate_of() { sed -n 's/.*sent \([0-9]*\) datagrams, .* in \([0-9.]*\) s.*/\1 \2/p' "$1" | awk '{printf "%d", $1 * 8032 / $2 / 1e6}'; }
@@ -93,7 +83,7 @@ for r in $RATES; do
 	if [ $((rb * T)) -gt "$max" ]; then echo "$r: skipped (needs $((rb * T >> 20)) MiB of disk)"; continue; fi
 	[ $sink_ok = 0 ] && [ $rec_ok = 0 ] && break
 	# the ceiling
-	P=$(port)
+	P=$(free_port)
 	$PIN_RX "$SINK" "127.0.0.1:$P" 1 >"$TMP/sink.out" &
 	spid=$!; PIDS+=($spid)
 	wait_bound "$P"
@@ -104,7 +94,7 @@ for r in $RATES; do
 	s_cpu=$(awk '/^datagrams/{printf "%.3f", $8 / ($4 ? $4 : 1) * 1e9}' "$TMP/sink.out")
 	s_lost=$((s_sent - s_recv))
 	# the recorder
-	P=$(port)
+	P=$(free_port)
 	$PIN_RX "$BIN/recfs-record" -q $QD -b "$BUF" -i "udp:127.0.0.1:$P" --format vdif -d $((T + 30)) \
 		--stats-json "$TMP/rec.json" "$PACK" step 2>"$TMP/rec.err" &
 	rpid=$!; PIDS+=($rpid)

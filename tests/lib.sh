@@ -51,6 +51,8 @@ expect_err() {
 	pass "$d"
 }
 
+. "$(dirname "${BASH_SOURCE[0]}")/tools/udp-lib.sh"
+
 # make_members N SIZE [PREFIX]: creates N sparse files, sets $MEMBERS
 # (space-separated) and $PACK (comma-separated).
 make_members() {

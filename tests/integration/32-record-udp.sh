@@ -12,15 +12,6 @@ check "mkfs 2 members" mkfs.recfs -f -q -c 256K "$PACK"
 B="--buffer 16M -q"
 F=8032
 
-free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_bound() { # PORT: until a socket is bound there (the recorder is ready)
-	local i
-	for ((i = 0; i < 200; i++)); do
-		[ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # --- VDIF, one frame per datagram
 check "source recording" recfs-record $B -i gen:vdif --threads 2 --size $((F * 2000)) "$PACK" src

@@ -34,7 +34,7 @@ refused "bad size" "--size: invalid value 'lots'" $R --size lots "$PACK" z
 refused "zero queue depth" "--queue-depth: 1..256" $R -Q 0 "$PACK" z
 
 # UDP: port in use
-PORT=$(python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", int(sys.argv[1]))); print("bound", flush=True); time.sleep(60)' "$PORT" >"$T_DIR/holder" &
 hpid=$!
 cleanup_add "kill $hpid"

@@ -24,12 +24,6 @@ PACK=$T_DIR/m0.img,$FS/m1.img
 MEMBERS="$T_DIR/m0.img $FS/m1.img"
 check "mkfs: one member on the ext4" mkfs.recfs -f -q -c 256K "$PACK"
 
-free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_bound() {
-	local i
-	for ((i = 0; i < 200; i++)); do [ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ] && return 0; sleep 0.05; done
-	return 1
-}
 F=8032
 N=5000  # 40 MB at 10 MB/s: 4 s
 PORT=$(free_port)

@@ -12,15 +12,6 @@ echo "38-record-review: recorder review regressions"
 make_members 2 64M
 check "mkfs 2 members" mkfs.recfs -f -q -c 256K "$PACK"
 
-free_port() { python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_bound() { # PORT: until a socket is bound there (the recorder is ready)
-	local i
-	for ((i = 0; i < 200; i++)); do
-		[ -n "$(ss -Hlun "sport = :$1" 2>/dev/null)" ] && return 0
-		sleep 0.05
-	done
-	return 1
-}
 
 # --- 2a: --packet-size with wrong-sized datagrams between good ones
 PORT=$(free_port)
