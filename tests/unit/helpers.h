@@ -125,4 +125,31 @@ static inline int tcheck(struct recfs_pack *p, const struct recfs_rec *r, unsign
 	return ok ? 0 : -1;
 }
 
+/* Run session once per write it makes, cut at that write (torn sectors,
+ * RECFS_FAULT_* flags as recfs_fault_cut_at takes), each on a fresh pack
+ * from tpack_new(members, size, chunk, dircap); after the reboot, check
+ * what is left against what the session had acknowledged. */
+static inline void tcut_every(unsigned members, uint64_t size, uint32_t chunk, unsigned dircap,
+			      uint64_t total, unsigned torn, unsigned flags,
+			      void (*session)(struct recfs_fault *, struct tacked *),
+			      void (*check)(struct recfs_fault *, const struct tacked *, const char *))
+{
+	struct tacked ack;
+
+	for (uint64_t n = 1; n <= total; n++) {
+		char what[96];
+		snprintf(what, sizeof(what), "cut at write %llu/%llu torn %u%s",
+			 (unsigned long long)n, (unsigned long long)total, torn,
+			 flags ? " volatile" : "");
+		struct recfs_fault *f = tpack_new(members, size, chunk, dircap);
+		recfs_fault_reboot(f);
+		recfs_fault_cut_at(f, n, torn, flags);
+		session(f, &ack);
+		assert_true(recfs_fault_cut_fired(f));
+		recfs_fault_reboot(f);
+		check(f, &ack, what);
+		recfs_fault_free(f);
+	}
+}
+
 #endif

@@ -115,21 +115,7 @@ static void run_cuts(unsigned torn, unsigned flags)
 	recfs_fault_free(f);
 	assert_true(total > 20);
 	assert_true(ack.sealed[R_NEW]);
-
-	for (uint64_t n = 1; n <= total; n++) {
-		char what[96];
-		snprintf(what, sizeof(what), "cut at write %llu/%llu torn %u%s",
-			 (unsigned long long)n, (unsigned long long)total, torn,
-			 flags ? " volatile" : "");
-		f = tpack_new(NM, MSZ, CH, 8);
-		recfs_fault_reboot(f);
-		recfs_fault_cut_at(f, n, torn, flags);
-		session(f, &ack);
-		assert_true(recfs_fault_cut_fired(f));
-		recfs_fault_reboot(f);
-		verify(f, &ack, what);
-		recfs_fault_free(f);
-	}
+	tcut_every(NM, MSZ, CH, 8, total, torn, flags, session, verify);
 }
 
 static void test_cut_clean(void **s) { (void)s; run_cuts(0, 0); }
