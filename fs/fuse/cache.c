@@ -140,37 +140,26 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 	 * no corruption.  Only a mismatch re-reads the entry, to know which.
 	 * noverify then returns the bytes instead of failing. */
 	struct recfs_slot slot;
-	uint64_t csum;
-	uint32_t elen;
 	bool tail = k >= r->committed_len / cs; /* checked against r->tail_csum */
-	rc = tail ? 0 : rm_node_slot(c, node, r, k, &slot);
-	if (rc == 0)
-		rc = recfs_rec_expect(c->p, r, k, tail ? NULL : &slot, &csum, &elen);
+	bool hint = !tail && rm_node_slot(c, node, r, k, &slot) == 0;
+	/* the slot cached with the node first; only a mismatch or a
+	 * damaged slot costs reads of the other members' copies.
+	 * recfs_chunk_check reads only members and geometry, which a reload
+	 * never changes: no c->meta needed (see mount.h) */
+	rc = recfs_chunk_check(c->p, r, k, buf, (uint32_t)want, hint ? &slot : NULL);
 	if (rc < 0) {
 		/* deleted meanwhile: its slots may be another's now */
 		if (rc == -ESTALE || rm_node_check(c, node, r, t0, true) == -ESTALE)
 			return -ESTALE;
-		if (c->o.verify) {
-			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": no checksum: %s", r->name, start,
-			       start + want - 1, recfs_errmsg());
-			return -EIO;
-		}
-	} else {
-		bool ok = elen == want && recfs_chunk_csum(r->uid, k, buf, want) == csum;
-		/* slots are replicated: a member that missed updates (a failed
-		 * write) may hold a stale one; ask the others before failing.
-		 * recfs_rec_slots_from reads only members and geometry, which a
-		 * reload never changes: no c->meta needed (see mount.h) */
-		for (unsigned alt = 1; !ok && c->o.verify && !tail && alt < g->members; alt++)
-			ok = recfs_rec_slots_from(c->p, r, k, 1, &slot, alt) == 0 &&
-			     recfs_rec_expect(c->p, r, k, &slot, &csum, &elen) == 0 &&
-			     elen == want && recfs_chunk_csum(r->uid, k, buf, want) == csum;
-		if (!ok && rm_node_check(c, node, r, t0, true) == -ESTALE)
-			return -ESTALE;
-		if (!ok && c->o.verify) {
+		if (c->o.verify && rc == -EIO) {
 			rm_log("%s: bytes %" PRIu64 "-%" PRIu64
 			       ": checksum mismatch (member %s at %" PRIu64 ")",
 			       r->name, start, start + want - 1, d->path, moff);
+			return -EIO;
+		}
+		if (c->o.verify) {
+			rm_log("%s: bytes %" PRIu64 "-%" PRIu64 ": no checksum: %s", r->name, start,
+			       start + want - 1, recfs_errmsg());
 			return -EIO;
 		}
 	}

@@ -478,6 +478,40 @@ int recfs_rec_expect(struct recfs_pack *p, const struct recfs_rec *r, uint64_t c
 			    (unsigned long long)c);
 }
 
+int recfs_chunk_check(struct recfs_pack *p, const struct recfs_rec *r, uint64_t c,
+		      const void *data, uint32_t len, const struct recfs_slot *hint)
+{
+	const uint64_t cs = p->g.chunk_size;
+	const bool full = c < r->committed_len / cs;
+	bool compared = false, hashed = false;
+	uint64_t h = 0, want = 0;
+	uint32_t wlen = 0;
+	int err = 0;
+
+	for (int k = hint && full ? -1 : 0; k < (int)p->g.members; k++) {
+		struct recfs_slot s = {0};
+		if (k >= 0 && full && (err = slots_read(p, r, c, 1, &s, (unsigned)k)))
+			continue;
+		if ((err = recfs_rec_expect(p, r, c, k < 0 ? hint : &s, &want, &wlen)))
+			continue;
+		compared = true;
+		if (wlen == len) {
+			if (!hashed)
+				h = recfs_chunk_csum(r->uid, c, data, len);
+			hashed = true;
+			if (h == want)
+				return 0;
+		}
+		if (!full)
+			break; /* the tail's checksum is in the entry */
+	}
+	if (!compared)
+		return err;
+	return recfs_seterr(-EIO, "'%s': bytes %llu-%llu (chunk %llu): checksum mismatch", r->name,
+			    (unsigned long long)(c * cs), (unsigned long long)(c * cs + len - 1),
+			    (unsigned long long)c);
+}
+
 /* Read [off, off+len) of the recording's chunk c (both inside the
  * committed part of it) into dst, verifying the whole chunk if asked. */
 static int read_chunk_part(struct recfs_pack *p, const struct recfs_rec *r, uint64_t c,
@@ -504,31 +538,8 @@ static int read_chunk_part(struct recfs_pack *p, const struct recfs_rec *r, uint
 		return recfs_seterr(-EIO, "'%s': bytes %llu-%llu: read from member %u (%s) failed",
 				    r->name, (unsigned long long)(c * cs + off),
 				    (unsigned long long)(c * cs + off + len - 1), m, d->path);
-	if (verify) {
-		uint64_t want;
-		uint32_t wlen;
-		bool full = c < r->committed_len / cs, good = false, compared = false;
-		/* slots are replicated: a member that missed an update (a failed
-		 * write) may hold a stale one, so ask each before calling it bad */
-		for (unsigned k = 0; k < p->g.members && !good; k++) {
-			struct recfs_slot s = {0};
-			if (full && (err = slots_read(p, r, c, 1, &s, k)))
-				continue;
-			if ((err = recfs_rec_expect(p, r, c, &s, &want, &wlen)))
-				continue;
-			compared = true;
-			good = recfs_chunk_csum(r->uid, c, bounce, wlen) == want;
-			if (!full)
-				break; /* the tail's checksum is in the entry */
-		}
-		if (!good && !compared)
-			return err; /* no usable checksum slot anywhere: -EUCLEAN */
-		if (!good)
-			return recfs_seterr(-EIO, "'%s': bytes %llu-%llu (chunk %llu): checksum mismatch",
-					    r->name, (unsigned long long)(c * cs),
-					    (unsigned long long)(c * cs + clen - 1),
-					    (unsigned long long)c);
-	}
+	if (verify && (err = recfs_chunk_check(p, r, c, bounce, (uint32_t)clen, NULL)))
+		return err;
 	memcpy(dst, bounce + off, len);
 	return 0;
 }

@@ -81,6 +81,24 @@ check "noverify: the rest is right" cmp -n $((BAD * CS + 1000)) "$T_DIR/src" "$M
 check "noverify: the rest is right (after)" cmp -i $((BAD * CS + 1001)) "$T_DIR/src" "$M/rec"
 check "unmount" unmount_pack "$M"
 
+# member 0's copy of a chunk's checksum slot damaged (a member that missed
+# an update): the data is intact, the other member's copy vouches for it
+HELPER=$RECFS_BIN/../tests/fsck-helper
+# chunk $BAD mended first: the flipped byte back from the source
+dd if="$T_DIR/src" of="$mfile" bs=1 skip=$((BAD * CS + 1000)) seek=$((moff + 1000)) count=1 conv=notrunc status=none
+SLOTC=7
+read -r sfile soff < <("$HELPER" where "$PACK" slot rec $SLOTC | head -1)
+check "member 0's slot of chunk $SLOTC located ($sfile at ${soff:-?})" test -n "$soff"
+dd if=/dev/zero of="$sfile" bs=16 seek=$((soff / 16)) count=1 conv=notrunc status=none
+check "library: reads the recording, taking the other slot copy" cmp <(recfs cat "$PACK" rec) "$T_DIR/src"
+: >"$T_DIR/mount.log"
+check "mount with member 0's slot damaged" mount_pack "$PACK" "$M"
+check "mount: chunk $SLOTC reads right through the other member's slot" \
+	cmp <(dd if="$M/rec" bs=64K skip=$SLOTC count=1 2>/dev/null) \
+	<(dd if="$T_DIR/src" bs=64K skip=$SLOTC count=1 2>/dev/null)
+check "mount: and no error is logged for it" bash -c "! grep -q 'bytes $((SLOTC * CS))-' '$T_DIR/mount.log'"
+check "unmount" unmount_pack "$M"
+
 # missing member
 make_members 3 128M d
 check "mkfs 3 members" mkfs.recfs -f -q -c 64K "$PACK"

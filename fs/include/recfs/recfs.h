@@ -259,6 +259,14 @@ int recfs_rec_slots_from(struct recfs_pack *p, const struct recfs_rec *r, uint64
 /* The checksum and length the committed data of chunk c must match. */
 int recfs_rec_expect(struct recfs_pack *p, const struct recfs_rec *r, uint64_t c,
 		     const struct recfs_slot *slot_c, uint64_t *csum, uint32_t *len);
+/* Check the len committed bytes of chunk c in data against their
+ * checksum: the entry's for the partial last chunk, else the chunk's slot,
+ * tried in `hint` (a copy the caller has, or NULL) and then on every
+ * member in turn, since a member that missed an update may hold a stale or
+ * damaged one.  The checksum is computed once.  0: it matches; -EIO: no
+ * slot matches; else no slot could be read or was whole (-EUCLEAN). */
+int recfs_chunk_check(struct recfs_pack *p, const struct recfs_rec *r, uint64_t c,
+		      const void *data, uint32_t len, const struct recfs_slot *hint);
 
 #define RECFS_READ_VERIFY 0x1
 /* Read committed bytes; returns bytes read (0 at end) or -errno.  With
