@@ -341,7 +341,7 @@ static int cmd_cat(int argc, char **argv)
 	uint64_t off = 0, len = UINT64_MAX;
 	unsigned flags = RECFS_READ_VERIFY;
 	int c, ret = 1;
-	const size_t bsz = 4u << 20;
+	size_t bsz;
 	char *buf;
 
 	optind = 1;
@@ -374,6 +374,11 @@ static int cmd_cat(int argc, char **argv)
 		    r.name, (unsigned long long)r.committed_len);
 		goto out_close;
 	}
+	/* whole chunks per read, from a chunk boundary on: a verified read
+	 * checks every chunk it touches whole, so a chunk split over two
+	 * reads would be read and checked twice */
+	const size_t cs = recfs_pack_geom(p)->chunk_size;
+	bsz = (size_t)(4u << 20) > cs ? (size_t)(4u << 20) / cs * cs : cs;
 	buf = malloc(bsz);
 	if (!buf) {
 		die("out of memory");
@@ -381,7 +386,9 @@ static int cmd_cat(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	while (len) {
-		size_t want = len < bsz ? (size_t)len : bsz;
+		size_t want = bsz - (size_t)(off % cs);
+		if (want > len)
+			want = (size_t)len;
 		ssize_t got = recfs_rec_pread(p, &r, buf, want, off, flags);
 		if (got < 0) {
 			die("%s", recfs_errmsg());

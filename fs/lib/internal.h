@@ -66,8 +66,10 @@ static inline int recfs_bit_test(const uint8_t *b, uint64_t i) { return (b[i >> 
 static inline void recfs_bit_set(uint8_t *b, uint64_t i) { b[i >> 3] |= (uint8_t)(1u << (i & 7)); }
 static inline void recfs_bit_clear(uint8_t *b, uint64_t i) { b[i >> 3] &= (uint8_t)~(1u << (i & 7)); }
 
-/* Aligned buffers for O_DIRECT (RECFS_BLOCK aligned, zeroed). */
+/* Aligned buffers for O_DIRECT (RECFS_BLOCK aligned, zeroed; _raw: not
+ * zeroed, for buffers every used byte of which is read into first). */
 void *recfs_alloc(size_t len);
+void *recfs_alloc_raw(size_t len);
 void recfs_free(void *p);
 
 /* The pack in memory. */

@@ -555,7 +555,9 @@ ssize_t recfs_rec_pread(struct recfs_pack *p, const struct recfs_rec *r, void *b
 		return 0;
 	if (len > r->committed_len - off)
 		len = (size_t)(r->committed_len - off);
-	bounce = recfs_alloc(cs);
+	/* every byte used is read first: zeroing a whole chunk per call (up
+	 * to 64 MiB) cost more than the read */
+	bounce = recfs_alloc_raw(cs);
 	if (!bounce)
 		return recfs_seterr(-ENOMEM, "out of memory");
 	while (done < len) {

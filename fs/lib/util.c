@@ -25,7 +25,7 @@ int recfs_seterr(int err, const char *fmt, ...)
 	return err;
 }
 
-void *recfs_alloc(size_t len)
+void *recfs_alloc_raw(size_t len)
 {
 	void *p = NULL;
 
@@ -33,7 +33,15 @@ void *recfs_alloc(size_t len)
 		len = RECFS_BLOCK;
 	if (posix_memalign(&p, RECFS_BLOCK, RECFS_ALIGN_UP(len, RECFS_BLOCK)))
 		return NULL;
-	memset(p, 0, RECFS_ALIGN_UP(len, RECFS_BLOCK));
+	return p;
+}
+
+void *recfs_alloc(size_t len)
+{
+	void *p = recfs_alloc_raw(len);
+
+	if (p)
+		memset(p, 0, RECFS_ALIGN_UP(len ? len : RECFS_BLOCK, RECFS_BLOCK));
 	return p;
 }
 
