@@ -117,40 +117,6 @@ static int cmd_info(int argc, char **argv)
 }
 
 /* ---------------------------------------------------------------------- ls */
-/* length of the valid UTF-8 sequence at c, 0 if invalid */
-static int utf8_len(const unsigned char *c)
-{
-	int n = *c >= 0xf0 && *c <= 0xf4 ? 4 : *c >= 0xe0 ? 3 : *c >= 0xc2 && *c <= 0xdf ? 2 : 0;
-	if (*c >= 0xf5 || (*c >= 0xe0 && *c < 0xf0 && n != 3))
-		return 0;
-	for (int k = 1; k < n; k++)
-		if ((c[k] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* JSON string: valid UTF-8 passes through; control characters and bytes
- * that are not UTF-8 are escaped as \u00XX (so those are not reversible) */
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		int n;
-		if (*c == '"' || *c == '\\')
-			printf("\\%c", *c);
-		else if (*c < 0x20 || *c == 0x7f)
-			printf("\\u%04x", *c);
-		else if (*c < 0x80)
-			putchar(*c);
-		else if ((n = utf8_len(c)) > 0) {
-			fwrite(c, 1, (size_t)n, stdout);
-			c += n - 1;
-		} else
-			printf("\\u%04x", *c);
-	}
-	putchar('"');
-}
-
 /* names with control characters are printed escaped, like ls -b */
 static void print_name(const char *s)
 {
@@ -200,7 +166,7 @@ static int cmd_ls(int argc, char **argv)
 		recfs_fmt_time(r.end_ns, t2, sizeof(t2));
 		if (json) {
 			printf("%s\n {\"name\": ", n ? "," : "");
-			json_str(r.name);
+			recfs_json_str(stdout, r.name);
 			printf(", \"size\": %llu, \"state\": \"%s\", \"start\": \"%s\", \"end\": \"%s\", "
 			       "\"start_ns\": %llu, \"end_ns\": %llu, \"rate_bytes_per_s\": %.0f, "
 			       "\"uid\": \"%016llx\", \"format\": \"%s\", \"frame_size\": %u, \"source\": ",
@@ -208,7 +174,7 @@ static int cmd_ls(int argc, char **argv)
 			       (unsigned long long)r.start_ns, (unsigned long long)r.end_ns,
 			       rec_rate(&r), (unsigned long long)r.uid, fmt_name(r.input.format),
 			       r.input.frame_size);
-			json_str(r.input.source);
+			recfs_json_str(stdout, r.input.source);
 			printf(", \"allocated\": %llu, \"packets\": %llu, \"wrong_size\": %llu, "
 			       "\"dropped\": %llu, \"frames_lost\": %llu, \"out_of_order\": %llu, "
 			       "\"invalid\": %llu, \"gaps_coalesced\": %s, \"gaps\": [",

@@ -1263,21 +1263,6 @@ static int rr_open_input(struct rr *r)
 }
 
 /* ---------------------------------------------------------------- report */
-static void rr_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why,
 			 const struct rusage *ru)
 {
@@ -1288,11 +1273,11 @@ static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop wh
 	double dur = r->t_first ? (double)(r->t_end - r->t_first) * 1e-9 : 0;
 	const struct recfs_loss *l = &r->loss;
 	fprintf(f, "{\n  \"name\": ");
-	rr_json_str(f, r->name);
+	recfs_json_str(f, r->name);
 	fprintf(f, ",\n  \"input\": ");
-	rr_json_str(f, r->input_spec);
+	recfs_json_str(f, r->input_spec);
 	fprintf(f, ",\n  \"stop\": ");
-	rr_json_str(f, rr_stop_what[why]);
+	recfs_json_str(f, rr_stop_what[why]);
 	fprintf(f, ",\n  \"exit_status\": %d,\n", status);
 	fprintf(f, "  \"bytes\": %llu,\n  \"duration_s\": %.6f,\n  \"rate_bytes_per_s\": %.0f,\n",
 		(unsigned long long)len, dur, dur > 0 ? (double)len / dur : 0.0);
@@ -1308,7 +1293,7 @@ static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop wh
 		const struct rr_member_stat *m = &r->mst[i];
 		struct recfs_dev *d = recfs_pack_dev(r->p, i);
 		fprintf(f, "%s\n    {\"index\": %u, \"path\": ", i ? "," : "", i);
-		rr_json_str(f, d ? d->path : "");
+		recfs_json_str(f, d ? d->path : "");
 		fprintf(f, ", \"writes\": %llu, \"short_writes\": %llu, \"latency_max_s\": %.6f, \"latency_mean_s\": %.6f}",
 			(unsigned long long)m->writes, (unsigned long long)m->short_writes,
 			(double)m->max_ns * 1e-9,

@@ -241,3 +241,35 @@ int recfs_paths_distinct(char *const paths[], unsigned n)
 	free(st);
 	return ret;
 }
+
+/* length of the valid UTF-8 sequence at c, 0 if invalid */
+static int utf8_len(const unsigned char *c)
+{
+	int n = *c >= 0xf0 && *c <= 0xf4 ? 4 : *c >= 0xe0 ? 3 : *c >= 0xc2 && *c <= 0xdf ? 2 : 0;
+	if (*c >= 0xf5 || (*c >= 0xe0 && *c < 0xf0 && n != 3))
+		return 0;
+	for (int k = 1; k < n; k++)
+		if ((c[k] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+void recfs_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		int n;
+		if (*c == '"' || *c == '\\')
+			fprintf(f, "\\%c", *c);
+		else if (*c < 0x20 || *c == 0x7f)
+			fprintf(f, "\\u%04x", *c);
+		else if (*c < 0x80)
+			fputc(*c, f);
+		else if ((n = utf8_len(c)) > 0) {
+			fwrite(c, 1, (size_t)n, f);
+			c += n - 1;
+		} else
+			fprintf(f, "\\u%04x", *c);
+	}
+	fputc('"', f);
+}

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -280,6 +281,9 @@ uint64_t recfs_now_ns(void);
 int recfs_parse_size(const char *s, uint64_t *out);
 /* human size into buf: "1.50 GiB" */
 const char *recfs_fmt_size(uint64_t bytes, char *buf, size_t len);
+/* s as a JSON string: valid UTF-8 passes through; control characters and
+ * bytes that are not UTF-8 are escaped as \u00XX (not reversible). */
+void recfs_json_str(FILE *f, const char *s);
 /* ISO 8601 UTC with ms: "2026-11-22T04:18:34.123Z" */
 const char *recfs_fmt_time(uint64_t ns, char *buf, size_t len);
 void recfs_uuid_unparse(const uint8_t uuid[16], char out[37]);
