@@ -33,7 +33,7 @@ static void usage(FILE *out)
 	    "  -s                single-threaded request loop\n"
 	    "  -o OPTIONS        comma-separated options:\n"
 	    "     uid=N gid=N umask=OCT   owner and permission mask of every file (0444 & ~umask)\n"
-	    "     noverify        do not check chunk checksums on read\n"
+	    "     noverify        return a chunk whose checksum does not match instead of EIO\n"
 	    "     degraded        mount with missing members; their chunks read as EIO\n"
 	    "     direct_io       bypass the page cache (default: page cache, keep_cache on\n"
 	    "                     sealed recordings; recordings still growing are direct)\n"
@@ -108,39 +108,6 @@ static int numopt(const char *name, const char *v, unsigned long *n, struct rm_c
 	return 0;
 }
 
-/* Append "opt" to the FUSE -o string (commas escaped by the caller). */
-static int fopt_add(char **s, const char *opt)
-{
-	size_t l = *s ? strlen(*s) : 0, ol = strlen(opt);
-	char *n = realloc(*s, l + ol + 2);
-	if (!n)
-		return -ENOMEM;
-	if (l)
-		n[l++] = ',';
-	memcpy(n + l, opt, ol + 1);
-	*s = n;
-	return 0;
-}
-
-static char *escape_commas(const char *s)
-{
-	size_t n = 0;
-	char *out, *o;
-	for (const char *p = s; *p; p++)
-		n += (*p == ',' || *p == '\\') ? 2 : 1;
-	out = malloc(n + 1);
-	if (!out)
-		return NULL;
-	o = out;
-	for (const char *p = s; *p; p++) {
-		if (*p == ',' || *p == '\\')
-			*o++ = '\\';
-		*o++ = *p;
-	}
-	*o = '\0';
-	return out;
-}
-
 /* One -o list into c->o and the FUSE option string. */
 static int parse_opts(struct rm_ctx *c, char *list, char **fopts, bool *have_fsname)
 {
@@ -178,17 +145,12 @@ static int parse_opts(struct rm_ctx *c, char *list, char **fopts, bool *have_fsn
 			 !strcmp(t, "dev") || !strcmp(t, "atime") || !strcmp(t, "relatime") ||
 			 !strcmp(t, "fsname") || !strcmp(t, "subtype") || !strcmp(t, "max_read")) {
 			char *e = NULL;
-			if (v) {
-				char *ev = escape_commas(v);
-				if (!ev || asprintf(&e, "%s=%s", t, ev) < 0) {
-					free(ev);
-					return -ENOMEM;
-				}
-				free(ev);
-			}
+			if (v && asprintf(&e, "%s=%s", t, v) < 0)
+				return -ENOMEM;
 			if (!strcmp(t, "fsname"))
 				*have_fsname = true;
-			if (fopt_add(fopts, e ? e : t)) {
+			/* libfuse escapes the commas of a value */
+			if (fuse_opt_add_opt_escaped(fopts, e ? e : t)) {
 				free(e);
 				return -ENOMEM;
 			}
@@ -348,17 +310,15 @@ int main(int argc, char **argv)
 	}
 
 	if (!have_fsname) {
-		char *ev = escape_commas(c.spec), *e = NULL;
-		if (!ev || asprintf(&e, "fsname=%s", ev) < 0 || fopt_add(&fopts, e)) {
-			free(ev);
+		char *e = NULL;
+		if (asprintf(&e, "fsname=%s", c.spec) < 0 || fuse_opt_add_opt_escaped(&fopts, e)) {
 			free(e);
 			goto out_free_nodes;
 		}
-		free(ev);
 		free(e);
 	}
-	if (fopt_add(&fopts, "ro") || fopt_add(&fopts, "subtype=recfs") ||
-	    fopt_add(&fopts, "default_permissions"))
+	if (fuse_opt_add_opt(&fopts, "ro") || fuse_opt_add_opt(&fopts, "subtype=recfs") ||
+	    fuse_opt_add_opt(&fopts, "default_permissions"))
 		goto out_free_nodes;
 	fargv[fargc++] = (char *)prog;
 	fargv[fargc++] = "-o";
