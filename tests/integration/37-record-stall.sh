@@ -54,4 +54,40 @@ assert j["members"][1]["latency_max_s"] >= 1.0, j["members"]
 ' "$T_DIR/s.json"
 run recfs-play --check vdif "$PACK" stall
 check "recording complete and verified ($OUT)" grep -q "'stall': $((F * N)) bytes, sealed, vdif: $N frames, 0 missing, 0 bad" <<<"$OUT"
+
+# The same pause with a ring too small for it (4 MiB: 0.4 s at 10 MB/s):
+# the ring fills, and the datagrams that arrive meanwhile are dropped and
+# counted, stored as the recording's dropped count and as gaps in its loss
+# map, never written as garbage; the rest is recorded and verifies.
+PORT=$(free_port)
+recfs-record -q --buffer 4M -c 0.2 -i "udp:127.0.0.1:$PORT" --format vdif -d 30 \
+	--stats-json "$T_DIR/s2.json" "$PACK" full 2>"$T_DIR/rec2.err" &
+pid=$!
+cleanup_add "kill $pid"
+check "recorder bound (small ring)" wait_bound "$PORT"
+recfs-play -q --gen vdif --threads 2 --size $((F * N)) --rate 10M --udp "127.0.0.1:$PORT" &
+ppid=$!
+cleanup_add "kill $ppid"
+sleep 1
+fsfreeze -f "$FS"
+sleep 1.5
+fsfreeze -u "$FS"
+wait $ppid
+sleep 1
+kill -INT $pid
+wait $pid
+rc=$?
+check "small ring: recorder finished (exit $rc: $(tail -1 "$T_DIR/rec2.err"))" test "$rc" = 0
+read -r ringfull drops lost len < <(python3 -c '
+import json,sys; j=json.load(open(sys.argv[1])); d=j["datagrams"]
+print(d["dropped_ring_full"], d["dropped_ring_full"] + d["dropped_kernel"], j["vdif"]["frames_lost"], j["bytes"])' "$T_DIR/s2.json")
+check "small ring: datagrams dropped for the full ring ($ringfull)" test "${ringfull:-0}" -gt 100
+check "small ring: every dropped one is a lost frame in the loss map ($lost)" test "$lost" = "$drops"
+check "small ring: the rest was recorded ($len bytes = $N - $drops frames)" test "$len" = $(((N - drops) * F))
+check "small ring: the entry stores the drops" python3 -c '
+import json,sys; e=[r for r in json.load(sys.stdin) if r["name"]=="full"][0]
+assert e["dropped"]==int(sys.argv[1]) and e["frames_lost"]==int(sys.argv[1]), e' "$drops" < <(recfs ls --json "$PACK")
+run recfs-play --check vdif "$PACK" full
+check "small ring: what was recorded verifies, the gap seen as missing frames ($OUT)" \
+	grep -q "'full': $len bytes, sealed, vdif: $((N - drops)) frames, $drops missing, 0 bad" <<<"$OUT"
 finish
