@@ -146,7 +146,6 @@ struct rr {
 	uint64_t tail_len, tail_csum;
 	_Atomic bool tail_req;           /* committer: write the partial chunk */
 	_Atomic bool tail_ready;         /* writer: a new tail_len to commit */
-	uint64_t cm_tail_csum;           /* committer: of a committed partial chunk */
 
 	/* committer */
 	pthread_mutex_t cm_lock;
@@ -689,13 +688,9 @@ static int cm_commit(struct rr *r, uint64_t len, bool seal)
 	uint64_t *cs = NULL;
 	int err;
 
-	if (to > from && len == r->rec.committed_len) {
-		/* the seal at a committed partial chunk: its checksum as committed */
-		cs = malloc(sizeof(*cs));
-		if (!cs)
-			return recfs_seterr(-ENOMEM, "'%s': out of memory", r->name);
-		cs[0] = r->cm_tail_csum;
-	} else if (to > from) {
+	if (len > r->rec.committed_len) {
+		/* only new bytes take checksums: a seal at the committed length
+		 * keeps the ones stored (the partial chunk's is in the entry) */
 		cs = cm_csums(r, from, to, len);
 		if (!cs)
 			return recfs_seterr(-ENOMEM, "'%s': out of memory for chunk checksums", r->name);
@@ -705,8 +700,6 @@ static int cm_commit(struct rr *r, uint64_t len, bool seal)
 	uint64_t t0 = rr_mono_ns();
 	err = seal ? recfs_rec_seal(r->p, &r->rec, &c) : recfs_rec_commit(r->p, &r->rec, &c);
 	uint64_t dt = rr_mono_ns() - t0;
-	if (!err && len % r->chunk)
-		r->cm_tail_csum = cs[to - from - 1];
 	free(cs);
 	if (err)
 		return err;
