@@ -26,24 +26,34 @@ check "mkfs: one member on the ext4" mkfs.recfs -f -q -c 256K "$PACK"
 
 F=8032
 N=5000  # 40 MB at 10 MB/s: 4 s
-PORT=$(free_port)
-recfs-record -q --buffer 64M -c 0.2 -i "udp:127.0.0.1:$PORT" --format vdif --size $((F * N)) \
-	--stats-json "$T_DIR/s.json" "$PACK" stall 2>"$T_DIR/rec.err" &
-pid=$!
-cleanup_add "kill $pid"
-check "recorder bound" wait_bound "$PORT"
-recfs-play -q --gen vdif --threads 2 --size $((F * N)) --rate 10M --udp "127.0.0.1:$PORT" &
-ppid=$!
-cleanup_add "kill $ppid"
-sleep 1
-fsfreeze -f "$FS"
-sleep 1.5
-fsfreeze -u "$FS"
-wait $ppid
-wait $pid
-rc=$?
-check "recorder finished (exit $rc: $(tail -1 "$T_DIR/rec.err"))" test "$rc" = 0
-python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("ring max %d bytes, member 1 worst write %.2f s" % (j["ring_max_fill_bytes"], j["members"][1]["latency_max_s"]))' "$T_DIR/s.json"
+# through_pause NAME BUFFER: record N frames sent at 10 MB/s into NAME
+# while member 1's filesystem is frozen for 1.5 s, stop the recorder 1 s
+# after the sender; RC its exit status, its statistics in $T_DIR/NAME.json
+through_pause() {
+	local name=$1 port pid ppid
+	port=$(free_port)
+	recfs-record -q --buffer "$2" -c 0.2 -i "udp:127.0.0.1:$port" --format vdif -d 60 \
+		--stats-json "$T_DIR/$name.json" "$PACK" "$name" 2>"$T_DIR/$name.err" &
+	pid=$!
+	cleanup_add "kill $pid"
+	check "$name: recorder bound" wait_bound "$port"
+	recfs-play -q --gen vdif --threads 2 --size $((F * N)) --rate 10M --udp "127.0.0.1:$port" &
+	ppid=$!
+	cleanup_add "kill $ppid"
+	sleep 1
+	fsfreeze -f "$FS"
+	sleep 1.5
+	fsfreeze -u "$FS"
+	wait $ppid
+	sleep 1
+	kill -INT $pid
+	wait $pid
+	RC=$?
+}
+
+through_pause stall 64M
+check "recorder finished (exit $RC: $(tail -1 "$T_DIR/stall.err"))" test "$RC" = 0
+python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("ring max %d bytes, member 1 worst write %.2f s" % (j["ring_max_fill_bytes"], j["members"][1]["latency_max_s"]))' "$T_DIR/stall.json"
 check "no datagram lost, none dropped, no frame missing; the ring held the pause; member 1 waited" python3 -c '
 import json,sys
 j=json.load(open(sys.argv[1])); d=j["datagrams"]; v=j["vdif"]
@@ -51,7 +61,7 @@ assert d["received"]==5000 and d["dropped_ring_full"]==0 and d["dropped_kernel"]
 assert v["frames_lost"]==0, v
 assert j["ring_max_fill_bytes"] >= 10*1000*1000, j["ring_max_fill_bytes"]   # 1 s+ of 10 MB/s
 assert j["members"][1]["latency_max_s"] >= 1.0, j["members"]
-' "$T_DIR/s.json"
+' "$T_DIR/stall.json"
 run recfs-play --check vdif "$PACK" stall
 check "recording complete and verified ($OUT)" grep -q "'stall': $((F * N)) bytes, sealed, vdif: $N frames, 0 missing, 0 bad" <<<"$OUT"
 
@@ -59,28 +69,11 @@ check "recording complete and verified ($OUT)" grep -q "'stall': $((F * N)) byte
 # the ring fills, and the datagrams that arrive meanwhile are dropped and
 # counted, stored as the recording's dropped count and as gaps in its loss
 # map, never written as garbage; the rest is recorded and verifies.
-PORT=$(free_port)
-recfs-record -q --buffer 4M -c 0.2 -i "udp:127.0.0.1:$PORT" --format vdif -d 30 \
-	--stats-json "$T_DIR/s2.json" "$PACK" full 2>"$T_DIR/rec2.err" &
-pid=$!
-cleanup_add "kill $pid"
-check "recorder bound (small ring)" wait_bound "$PORT"
-recfs-play -q --gen vdif --threads 2 --size $((F * N)) --rate 10M --udp "127.0.0.1:$PORT" &
-ppid=$!
-cleanup_add "kill $ppid"
-sleep 1
-fsfreeze -f "$FS"
-sleep 1.5
-fsfreeze -u "$FS"
-wait $ppid
-sleep 1
-kill -INT $pid
-wait $pid
-rc=$?
-check "small ring: recorder finished (exit $rc: $(tail -1 "$T_DIR/rec2.err"))" test "$rc" = 0
+through_pause full 4M
+check "small ring: recorder finished (exit $RC: $(tail -1 "$T_DIR/full.err"))" test "$RC" = 0
 read -r ringfull drops lost len < <(python3 -c '
 import json,sys; j=json.load(open(sys.argv[1])); d=j["datagrams"]
-print(d["dropped_ring_full"], d["dropped_ring_full"] + d["dropped_kernel"], j["vdif"]["frames_lost"], j["bytes"])' "$T_DIR/s2.json")
+print(d["dropped_ring_full"], d["dropped_ring_full"] + d["dropped_kernel"], j["vdif"]["frames_lost"], j["bytes"])' "$T_DIR/full.json")
 check "small ring: datagrams dropped for the full ring ($ringfull)" test "${ringfull:-0}" -gt 100
 check "small ring: every dropped one is a lost frame in the loss map ($lost)" test "$lost" = "$drops"
 check "small ring: the rest was recorded ($len bytes = $N - $drops frames)" test "$len" = $(((N - drops) * F))
