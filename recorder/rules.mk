@@ -1,11 +1,14 @@
 # recorder/: recfs-record, recfs-play, and the bench-only UDP sink.
 RECORDER_COMMON := $(BUILD)/obj/recorder/common.o $(BUILD)/obj/recorder/vdif.o
-RECORDER_HDRS := recorder/rec.h
+RECORDER_HDRS := recorder/rec.h recorder/engine.h
+ENGINE_OBJS := $(patsubst %,$(BUILD)/obj/recorder/%.o,ring input writer commit report)
 
-$(BUILD)/obj/recorder/%.o: $(RECORDER_HDRS)
+# every recorder object depends on the recorder's headers (a pattern rule
+# without a recipe would add nothing)
+$(patsubst recorder/%.c,$(BUILD)/obj/recorder/%.o,$(wildcard recorder/*.c)): $(RECORDER_HDRS)
 
 PROGS += $(BUILD)/bin/recfs-record $(BUILD)/bin/recfs-play
-$(BUILD)/bin/recfs-record: $(BUILD)/obj/recorder/record.o $(RECORDER_COMMON) $(LIBRECFS)
+$(BUILD)/bin/recfs-record: $(BUILD)/obj/recorder/record.o $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(AIO_LIBS) $(THREAD_LIBS)
 

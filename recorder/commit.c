@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The committer: makes the written prefix durable every commit interval.
+ */
+#include <time.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+/* Checksums of chunks [from, to), copied out under the lock, for a commit
+ * at len bytes: when len is the partial chunk the writer wrote on a stall,
+ * the last one is that write's.  NULL when one is missing (never pushed:
+ * the array could not grow) or out of memory. */
+static uint64_t *cm_csums(struct rr *r, uint64_t from, uint64_t to, uint64_t len)
+{
+	uint64_t *v = malloc((to - from + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	pthread_mutex_lock(&r->csum_lock);
+	uint64_t n = to - from;
+	bool tail = len % r->chunk && len == r->tail_len;
+	if (tail)
+		n--;
+	if (from < r->csum_base || from + n > r->csum_base + r->csum_n) {
+		pthread_mutex_unlock(&r->csum_lock);
+		free(v);
+		return NULL;
+	}
+	if (n)
+		memcpy(v, r->csums + (from - r->csum_base), n * sizeof(*v));
+	if (tail)
+		v[n] = r->tail_csum;
+	pthread_mutex_unlock(&r->csum_lock);
+	return v;
+}
+
+/* Drop checksums below chunk `upto` (committed). */
+static void cm_csums_trim(struct rr *r, uint64_t upto)
+{
+	pthread_mutex_lock(&r->csum_lock);
+	if (upto > r->csum_base) {
+		uint64_t k = upto - r->csum_base;
+		memmove(r->csums, r->csums + k, (r->csum_n - k) * sizeof(*r->csums));
+		r->csum_n -= k;
+		r->csum_base = upto;
+	}
+	pthread_mutex_unlock(&r->csum_lock);
+}
+
+/* The loss snapshot to store with `len` bytes of the writer's segment: the
+ * receiver's latest while it fills that segment, its final one once closed.
+ * Gaps past len are left out. */
+static void cm_loss(struct rr *r, uint64_t len, struct recfs_loss *out)
+{
+	uint64_t n = atomic_load(&r->seg_wr);
+	struct rr_seg *s = rr_seg_at(r, n);
+	pthread_mutex_lock(&r->loss_lock);
+	if (atomic_load_explicit(&s->state, memory_order_acquire) >= RR_SEG_ENDED || r->loss_pub_seg != n)
+		*out = s->loss;
+	else
+		*out = r->loss_pub;
+	pthread_mutex_unlock(&r->loss_lock);
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < out->gap_count; i++)
+		if (out->gaps[i].offset <= len)
+			out->gaps[k++] = out->gaps[i];
+	out->gap_count = k;
+}
+
+/* Commit (or seal) the recording at len bytes. */
+int cm_commit(struct rr *r, uint64_t len, bool seal)
+{
+	uint64_t from = r->rec.committed_len / r->chunk;
+	uint64_t to = (len + r->chunk - 1) / r->chunk;
+	struct recfs_loss loss;
+	struct recfs_commit c = { .len = len, .loss = &loss };
+	uint64_t *cs = NULL;
+	int err;
+
+	if (len > r->rec.committed_len) {
+		/* only new bytes take checksums: a seal at the committed length
+		 * keeps the ones stored (the partial chunk's is in the entry) */
+		cs = cm_csums(r, from, to, len);
+		if (!cs)
+			return recfs_seterr(-ENOMEM, "'%s': out of memory for chunk checksums", r->name);
+	}
+	c.csums = cs;
+	cm_loss(r, len, &loss);
+	uint64_t t0 = rr_mono_ns();
+	pthread_mutex_lock(r->pack_lock);
+	err = seal ? recfs_rec_seal(r->p, &r->rec, &c) : recfs_rec_commit(r->p, &r->rec, &c);
+	pthread_mutex_unlock(r->pack_lock);
+	uint64_t dt = rr_mono_ns() - t0;
+	free(cs);
+	if (err)
+		return err;
+	r->commits++;
+	if (dt > r->commit_max_ns)
+		r->commit_max_ns = dt;
+	cm_csums_trim(r, len / r->chunk);
+	return 0;
+}
+
+int cm_seal(struct rr *r, int64_t len)
+{
+	uint64_t final_len = len < 0 ? 0 : (uint64_t)len;
+	if (r->cm_err) /* the last commit failed: try once, at the durable length */
+		final_len = r->rec.committed_len;
+	if (!r->cm_err && r->tail_len > final_len) /* a member failed after a stall */
+		final_len = r->tail_len;
+	if (final_len < r->rec.committed_len) /* a committed partial chunk */
+		final_len = r->rec.committed_len;
+	return cm_commit(r, final_len, true);
+}
+
+void rr_progress(struct rr *r, bool final)
+{
+	if (!r->progress)
+		return;
+	uint64_t now = rr_mono_ns();
+	uint64_t bytes = atomic_load(&r->done_bytes);
+	uint64_t t0 = atomic_load_explicit(&r->created, memory_order_acquire) ? r->t_first : r->t_start;
+	double secs = (double)(now - t0) * 1e-9;
+	uint64_t filled = atomic_load(&r->filled), rel = atomic_load(&r->released);
+	char b1[32], b2[32], b3[32], b4[32];
+	pthread_mutex_lock(&r->loss_lock);
+	uint64_t dropped = r->loss_pub.dropped, lost = r->loss_pub.frames_lost;
+	pthread_mutex_unlock(&r->loss_lock);
+	fprintf(stderr, "\r%s  %s/s  ring %s (max %s)  dropped %llu  lost %llu \033[K%s",
+		recfs_fmt_size(bytes, b1, sizeof(b1)),
+		recfs_fmt_size(secs > 0 ? (uint64_t)((double)bytes / secs) : 0, b2, sizeof(b2)),
+		recfs_fmt_size(filled > rel ? filled - rel : 0, b3, sizeof(b3)),
+		recfs_fmt_size(atomic_load(&r->ring_max), b4, sizeof(b4)),
+		(unsigned long long)dropped, (unsigned long long)lost, final ? "\n" : "");
+	r->progress_shown = true;
+}
+
+void *cm_main(void *arg)
+{
+	struct rr *r = arg;
+	uint64_t tick = r->commit_ns < 500000000ull ? r->commit_ns : 500000000ull;
+	uint64_t next_commit = rr_mono_ns() + r->commit_ns;
+	uint64_t prev_chunks = 0; /* done_chunks at the last commit */
+
+	pthread_mutex_lock(&r->cm_lock);
+	while (!r->cm_quit) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + tick;
+		ts.tv_sec += (time_t)(ns / 1000000000ull);
+		ts.tv_nsec = (long)(ns % 1000000000ull);
+		pthread_cond_timedwait(&r->cm_cond, &r->cm_lock, &ts);
+		if (r->cm_quit)
+			break;
+		pthread_mutex_unlock(&r->cm_lock);
+		uint64_t now = rr_mono_ns();
+		bool tail_ready = atomic_exchange(&r->tail_ready, false);
+		pthread_mutex_lock(&r->seg_lock); /* the writer seals under it */
+		if ((now >= next_commit || tail_ready) &&
+		    atomic_load_explicit(&r->created, memory_order_acquire) && !r->cm_err) {
+			/* whole chunks while they stream; when no chunk
+			 * completed for a whole interval, the writer is asked
+			 * to write the partial one too (a copy: the receiver
+			 * goes on filling its slot), and that exact length is
+			 * committed once written */
+			uint64_t dc = atomic_load(&r->done_chunks);
+			uint64_t len = atomic_load(&r->done_bytes) / r->chunk * r->chunk;
+			pthread_mutex_lock(&r->csum_lock);
+			uint64_t tl = r->tail_len;
+			pthread_mutex_unlock(&r->csum_lock);
+			if (tl > len)
+				len = tl;
+			if (now >= next_commit) {
+				uint64_t f = atomic_load_explicit(&r->filled, memory_order_acquire);
+				if (dc == prev_chunks && f > len && f > dc * r->chunk) {
+					atomic_store(&r->tail_req, true);
+					rr_kick(r->data_efd);
+				}
+				prev_chunks = dc;
+			}
+			if (len > r->rec.committed_len) {
+				int err = cm_commit(r, len, false);
+				if (err) {
+					r->cm_err = err;
+					snprintf(r->cm_msg, sizeof(r->cm_msg), "%s", recfs_errmsg());
+					rr_set_stop(r, RR_STOP_IOERR);
+				}
+			}
+			next_commit = now + r->commit_ns;
+		}
+		pthread_mutex_unlock(&r->seg_lock);
+		rr_progress(r, false);
+		pthread_mutex_lock(&r->cm_lock);
+	}
+	pthread_mutex_unlock(&r->cm_lock);
+	return NULL;
+}
+

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The recording engine shared by recfs-record and recfsd.
+ *
+ * Three threads share one RAM ring of chunk-sized slots:
+ *  - the receiver (rcv_*, input.c) fills the ring from the input: read() for
+ *    a byte stream, recvmmsg() straight into the ring for UDP, or the
+ *    built-in generators; it never waits for a disk, only for ring space
+ *    (byte streams) or it drops datagrams and counts them (UDP);
+ *  - the writer (wr_*, writer.c) sends every full slot to its member with
+ *    one libaio request per chunk, members' queues kept at --queue-depth,
+ *    and frees slots in order as their writes complete;
+ *  - the committer (cm_*, commit.c) makes the written prefix durable every
+ *    --commit-interval through recfs_rec_commit and draws the progress line.
+ * The ring lives in ring.c, the statistics and reports in report.c.
+ * Tool-private prefix: rr_ (engine-wide), rcv_, wr_, cm_ (per unit).
+ */
+#ifndef RECFS_RECORDER_ENGINE_H
+#define RECFS_RECORDER_ENGINE_H
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "rec.h"
+
+enum rr_stop {
+	RR_STOP_NONE = 0,
+	RR_STOP_EOF,
+	RR_STOP_DURATION,
+	RR_STOP_SIZE,
+	RR_STOP_SIGNAL,
+	RR_STOP_FULL,
+	RR_STOP_IOERR,
+	RR_STOP_INPUT,
+};
+
+extern const char *const rr_stop_what[];
+
+enum rr_input_kind { RR_IN_FD, RR_IN_UDP, RR_IN_GEN };
+
+struct rr_member_stat {
+	uint64_t max_ns, sum_ns, writes;
+	uint64_t short_writes;           /* completed short; the rest sent again */
+};
+
+/*
+ * A segment: one recording's part of the stream.  recfs-record has one,
+ * from stream byte 0; recfsd one per scan.  The control plane posts it, the
+ * receiver opens it at a chunk boundary between two batches and closes it
+ * after a whole datagram, the writer creates the recording on its first
+ * byte, writes it and (recfsd) seals it.  segs[] is a queue: segment n lives
+ * in segs[n % RR_SEGQ].
+ */
+#define RR_SEGQ 8
+enum rr_seg_state {
+	RR_SEG_QUEUED = 0,  /* posted, not yet opened by the receiver */
+	RR_SEG_OPEN,        /* the receiver fills it */
+	RR_SEG_ENDED,       /* closed: end is final; the writer finishes it */
+	RR_SEG_SEALED,      /* sealed at len (or empty: nothing arrived) */
+	RR_SEG_FAILED,      /* not created, or not sealed: msg says why */
+};
+
+struct rr_seg {
+	/* set by the control plane before it is posted */
+	char name[RECFS_NAME_MAX + 1];
+	uint64_t size_limit;          /* 0: none */
+	/* receiver */
+	uint64_t base;                /* stream offset of byte 0 (chunk aligned) */
+	_Atomic uint64_t end;         /* past its last byte; UINT64_MAX while open */
+	uint64_t after;               /* where the next may start (set before end) */
+	_Atomic uint64_t limit;       /* bytes it may hold (writer lowers it) */
+	_Atomic bool limit_is_alloc;  /* limit is the extent: reaching it is "full" */
+	_Atomic int why;              /* enum rr_stop: why the receiver closed it */
+	struct recfs_loss loss;       /* final at close (under loss_lock) */
+	uint64_t ring_dropped, kernel_dropped, t_open_ns, t_close_ns;
+	/* writer, then read under seg_lock */
+	_Atomic int state;            /* enum rr_seg_state */
+	uint64_t len;                 /* sealed length */
+	struct recfs_rec rec;         /* as sealed */
+	char msg[320];                /* why it failed or was cut */
+};
+
+struct rr {
+	/* options */
+	const char *prog;                /* for messages */
+	const char *pack_spec, *name, *input_spec, *stats_json;
+	FILE *json_f;                    /* --stats-json, opened before the start */
+	enum rr_input_kind in_kind;
+	const char *in_path;             /* file:PATH, NULL for stdin */
+	int in_fd;
+	bool fmt_vdif;
+	uint32_t packet_size, strip, frame_size, threads, fps;
+	bool legacy;
+	uint64_t rcvbuf, rate, duration_ns, size_limit, buffer;
+	uint32_t qd;
+	uint64_t commit_ns;
+	int progress;                    /* -1 auto, 0 off, 1 on */
+	bool quiet;
+	bool no_rt;
+	bool rt_rcv, rt_wr;              /* SCHED_FIFO obtained */
+	struct rr_gen gen;
+
+	/* recfsd: the receiver opens and closes segments between batches
+	 * (daemon); recfs-record's one segment ends the receiver */
+	bool daemon;
+	struct rr_seg segs[RR_SEGQ];
+	_Atomic uint64_t seg_posted;     /* segments posted by the control plane */
+	_Atomic uint64_t seg_off;        /* segments [0, seg_off) asked to close */
+	_Atomic uint64_t seg_rcv;        /* the receiver's: opened [0, seg_rcv] */
+	_Atomic bool seg_open;           /* segment seg_rcv is open */
+	_Atomic uint64_t seg_wr;         /* the writer's current segment */
+	_Atomic uint64_t seg_done;       /* segments [0, seg_done) finished */
+	_Atomic bool wr_quit;            /* recfsd: writer ends when idle */
+	_Atomic bool wr_failed;          /* a member failed: nothing more is written */
+	pthread_mutex_t seg_lock;        /* rec, created and results (writer, committer, control) */
+	pthread_mutex_t *pack_lock;      /* library calls on the shared pack */
+	unsigned share;                  /* recfsd: inputs sharing the free space */
+	/* totals over the input's life (recfsd metrics; receiver, relaxed) */
+	_Atomic uint64_t tot_packets, tot_bytes, tot_idle_packets, tot_idle_bytes;
+	_Atomic uint64_t tot_ring_dropped, tot_kernel_dropped, tot_wrong_size, tot_frames_lost;
+	_Atomic uint64_t tot_written;
+
+	/* pack */
+	struct recfs_pack *p;
+	const struct recfs_geom *g;
+	struct recfs_rec rec;           /* the committer's (main's after the join) */
+	_Atomic bool created;           /* rec and t_first are set (release) */
+	uint32_t chunk;
+
+	/* ring: nslots chunk-sized slots, stream byte s lives at s % size */
+	uint8_t *ring;
+	uint64_t ring_size, nslots;
+	bool ring_huge, ring_locked;
+
+	_Atomic uint64_t filled;    /* stream bytes in the ring (receiver) */
+	_Atomic uint64_t released;  /* stream bytes written and freed (writer) */
+	_Atomic bool eof;           /* receiver done: filled is final */
+	_Atomic int stop;           /* enum rr_stop, first reason wins */
+	_Atomic uint64_t ring_max;  /* max unwritten bytes in the ring */
+	_Atomic uint32_t learned_frame; /* VDIF frame / UDP datagram size seen */
+	int data_efd, space_efd, aio_efd;
+
+	/* receiver statistics; loss_pub is the committer's copy */
+	struct recfs_loss loss;
+	uint64_t ring_dropped, kernel_dropped; /* loss.dropped is their sum */
+	uint32_t ovfl_last;              /* the socket's last drop count */
+	uint64_t coalesce_ns;            /* sleep after a thin batch (0: never) */
+	pthread_mutex_t loss_lock;
+	struct recfs_loss loss_pub;
+	uint64_t loss_pub_seg;           /* the segment loss_pub belongs to */
+	char in_err[256];
+
+	/* writer */
+	_Atomic uint64_t done_chunks;    /* the segment's chunks [0, done) written */
+	_Atomic uint64_t done_bytes;     /* its bytes in those chunks */
+	struct rr_member_stat mst[RECFS_MAX_MEMBERS];
+	int err_member, err_errno;
+	long err_short;                  /* bytes a short write wrote, -1 none */
+	uint32_t err_len;                /* of that request */
+	uint64_t err_off;
+	pthread_mutex_t csum_lock;
+	uint64_t *csums, csum_base, csum_n, csum_cap;
+	/* the partial chunk the writer wrote when the input stalled: stream
+	 * bytes [0, tail_len) are on the members, the last chunk's checksum
+	 * over tail_len % chunk bytes is tail_csum (under csum_lock) */
+	uint64_t tail_len, tail_csum;
+	_Atomic bool tail_req;           /* committer: write the partial chunk */
+	_Atomic bool tail_ready;         /* writer: a new tail_len to commit */
+
+	/* committer */
+	pthread_mutex_t cm_lock;
+	pthread_cond_t cm_cond;
+	bool cm_quit;
+	uint64_t commits, commit_max_ns;
+	int cm_err;
+	char cm_msg[512];
+	bool progress_shown;
+
+	uint64_t t_start, t_first, t_end;
+};
+
+/* set by the front end's signal handler; the receiver stops on it */
+extern volatile sig_atomic_t rr_signal;
+
+static inline void rr_set_stop(struct rr *r, enum rr_stop why)
+{
+	int none = RR_STOP_NONE;
+	atomic_compare_exchange_strong(&r->stop, &none, (int)why);
+}
+
+static inline void rr_kick(int efd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(efd, &one, sizeof(one));
+	(void)n;
+}
+
+static inline void rr_drain(int efd)
+{
+	uint64_t v;
+	ssize_t n = read(efd, &v, sizeof(v));
+	(void)n;
+}
+
+
+static inline struct rr_seg *rr_seg_at(struct rr *r, uint64_t n)
+{
+	return &r->segs[n % RR_SEGQ];
+}
+
+/* ring.c */
+int rr_ring_alloc(struct rr *r);
+static inline uint64_t rr_ring_free(struct rr *r, uint64_t filled)
+{
+	return r->ring_size - (filled - atomic_load_explicit(&r->released, memory_order_acquire));
+}
+
+/* copy out of / into the ring at stream offset s, across the wrap */
+static inline void rr_ring_read(struct rr *r, uint64_t s, void *buf, size_t n)
+{
+	uint64_t pos = s % r->ring_size, k = r->ring_size - pos < n ? r->ring_size - pos : n;
+	memcpy(buf, r->ring + pos, k);
+	memcpy((uint8_t *)buf + k, r->ring, n - k);
+}
+
+static inline void rr_ring_write(struct rr *r, uint64_t s, const void *buf, size_t n)
+{
+	uint64_t pos = s % r->ring_size, k = r->ring_size - pos < n ? r->ring_size - pos : n;
+	memcpy(r->ring + pos, buf, k);
+	memcpy(r->ring, (const uint8_t *)buf + k, n - k);
+}
+
+
+/* input.c */
+int rr_parse_input(struct rr *r, const char *spec);
+int rr_open_input(struct rr *r);
+void *rcv_main(void *arg);
+bool rr_realtime(int prio);
+
+/* commit.c */
+int cm_commit(struct rr *r, uint64_t len, bool seal);
+/* Seal the writer's segment: at the written length `len` (-1: none) unless
+ * a commit failed (then at the durable length) or a stall wrote more. */
+int cm_seal(struct rr *r, int64_t len);
+void rr_progress(struct rr *r, bool final);
+void *cm_main(void *arg);
+
+/* writer.c */
+/* recfs-record: write segment 0; its length (-1: not created) */
+int64_t wr_run(struct rr *r);
+/* recfsd: write and seal segments until wr_quit and none is left */
+void *wr_main(void *arg);
+
+/* engine.c: recfsd's use of one input's engine */
+int rr_engine_init(struct rr *r);      /* eventfds, locks */
+/* post a segment (0, or -EBUSY when RR_SEGQ are unfinished) */
+int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, uint64_t *id);
+void rr_seg_close(struct rr *r);       /* close every posted segment */
+
+/* report.c */
+int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why, const struct rusage *ru);
+void rr_summary(struct rr *r, uint64_t len, const struct rusage *ru);
+
+#endif

@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inputs: the receiver thread for a byte stream, UDP or a generator.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+struct rr_vdif_stream {
+	struct rr_vdif_track t;
+	uint64_t next;     /* stream offset of the next frame header */
+	bool resync;       /* looking for the first valid header */
+};
+
+/* Publish new bytes [old, now): loss snapshot, wake the writer on a chunk. */
+static void rcv_publish(struct rr *r, uint64_t old, uint64_t now)
+{
+	atomic_store_explicit(&r->filled, now, memory_order_release);
+	uint64_t rel = atomic_load_explicit(&r->released, memory_order_acquire);
+	uint64_t fill = now > rel ? now - rel : 0;
+	if (fill > atomic_load_explicit(&r->ring_max, memory_order_relaxed))
+		atomic_store_explicit(&r->ring_max, fill, memory_order_relaxed);
+	if (old / r->chunk != now / r->chunk || old % r->chunk == 0) {
+		if (r->fmt_vdif || r->in_kind == RR_IN_UDP) {
+			pthread_mutex_lock(&r->loss_lock);
+			r->loss_pub = r->loss;
+			pthread_mutex_unlock(&r->loss_lock);
+		}
+		rr_kick(r->data_efd);
+	}
+}
+
+/* VDIF inside a byte stream: frames back to back, headers read in place.
+ * Until the first valid header the scan moves in 8-byte steps and counts
+ * the whole unreadable run as one invalid frame. */
+static void rcv_vdif_scan(struct rr *r, struct rr_vdif_stream *vs, uint64_t filled)
+{
+	uint8_t hdr[32];
+	while (vs->next + 32 <= filled) {
+		rr_ring_read(r, vs->next, hdr, sizeof(hdr));
+		if (!vs->t.frame_size) {
+			struct rr_vdif_hdr h;
+			if (!rr_vdif_decode(hdr, &h)) {
+				if (!vs->resync)
+					r->loss.invalid++;
+				vs->resync = true;
+				vs->next += 8;
+				continue;
+			}
+			vs->resync = false;
+		}
+		uint32_t len = rr_vdif_frame(&vs->t, hdr, 0, vs->next);
+		vs->next += len ? len : vs->t.frame_size; /* bad header: skip one frame */
+	}
+}
+
+/* Wait for ring space; false when told to stop. */
+static bool rcv_wait_space(struct rr *r, uint64_t filled)
+{
+	while (rr_ring_free(r, filled) == 0) {
+		if (atomic_load(&r->stop) || rr_signal)
+			return false;
+		struct pollfd pf = { .fd = r->space_efd, .events = POLLIN };
+		if (poll(&pf, 1, 100) > 0)
+			rr_drain(r->space_efd);
+	}
+	return true;
+}
+
+/* Common per-iteration checks; returns the byte budget for this step in
+ * segment s (0: stop, or with *why set, the segment is at its limit: recfs-
+ * record stops there, recfsd closes the segment). */
+static uint64_t rcv_budget(struct rr *r, struct rr_seg *s, uint64_t filled, uint64_t deadline,
+			   enum rr_stop *why)
+{
+	*why = RR_STOP_NONE;
+	if (rr_signal) {
+		rr_set_stop(r, RR_STOP_SIGNAL);
+		return 0;
+	}
+	if (atomic_load(&r->stop))
+		return 0;
+	if (deadline && rr_mono_ns() >= deadline) {
+		rr_set_stop(r, RR_STOP_DURATION);
+		return 0;
+	}
+	if (r->daemon && atomic_load_explicit(&r->wr_failed, memory_order_relaxed)) {
+		*why = RR_STOP_IOERR; /* the writer failed: close the scan */
+		return 0;
+	}
+	uint64_t room = atomic_load(&s->limit), lim = s->base + room;
+	if (lim < s->base)
+		lim = UINT64_MAX;
+	if (filled >= lim) {
+		*why = atomic_load(&s->limit_is_alloc) ? RR_STOP_FULL : RR_STOP_SIZE;
+		if (!r->daemon)
+			rr_set_stop(r, *why);
+		return 0;
+	}
+	return lim - filled;
+}
+
+#define RR_BATCH 64
+#define RR_COALESCE_NS 200000
+
+/* The socket's drop count (SO_MEMINFO's SK_MEMINFO_DROPS, cumulative, 32
+ * bits), read once a chunk rather than as a control message on every
+ * datagram (SO_RXQ_OVFL: 3 % of the receiver's cycles); the recording's
+ * `dropped` is ring-full plus kernel drops. */
+static void rcv_kernel_drops(struct rr *r)
+{
+	uint32_t mi[SK_MEMINFO_VARS];
+	socklen_t len = sizeof(mi);
+	if (getsockopt(r->in_fd, SOL_SOCKET, SO_MEMINFO, mi, &len) == 0 &&
+	    len > SK_MEMINFO_DROPS * sizeof(uint32_t)) {
+		uint32_t d = (uint32_t)(mi[SK_MEMINFO_DROPS] - r->ovfl_last);
+		r->kernel_dropped += d;
+		atomic_fetch_add_explicit(&r->tot_kernel_dropped, d, memory_order_relaxed);
+		r->ovfl_last = mi[SK_MEMINFO_DROPS];
+	}
+	r->loss.dropped = r->ring_dropped + r->kernel_dropped;
+}
+
+/* ------------------------------------------------------------- segments */
+/* Open segment seg_rcv at stream offset *filled (a chunk boundary): its
+ * loss counters and VDIF tracker start afresh, its offsets count from 0. */
+static struct rr_seg *rcv_seg_open(struct rr *r, uint64_t filled, struct rr_vdif_track *vt)
+{
+	uint64_t n = atomic_load_explicit(&r->seg_rcv, memory_order_relaxed);
+	struct rr_seg *s = rr_seg_at(r, n);
+	if (r->in_kind == RR_IN_UDP && r->in_fd >= 0)
+		rcv_kernel_drops(r); /* drops so far belong to no segment */
+	pthread_mutex_lock(&r->loss_lock);
+	memset(&r->loss, 0, sizeof(r->loss));
+	r->ring_dropped = r->kernel_dropped = 0;
+	r->loss_pub = r->loss;
+	r->loss_pub_seg = n;
+	pthread_mutex_unlock(&r->loss_lock);
+	if (vt && vt->th) {
+		uint32_t fs = vt->frame_size;
+		rr_vdif_track_free(vt);
+		if (rr_vdif_track_init(vt, fs, &r->loss)) {
+			snprintf(r->in_err, sizeof(r->in_err), "out of memory");
+			rr_set_stop(r, RR_STOP_INPUT);
+		}
+	}
+	s->base = filled;
+	s->t_open_ns = rr_mono_ns();
+	atomic_store_explicit(&s->end, UINT64_MAX, memory_order_relaxed);
+	atomic_store_explicit(&s->state, RR_SEG_OPEN, memory_order_release);
+	atomic_store_explicit(&r->seg_open, true, memory_order_release);
+	rr_kick(r->data_efd);
+	return s;
+}
+
+/* Close the open segment after its last whole datagram (*filled, cut at
+ * its limit), and move *filled to the next chunk boundary, where the next
+ * segment will start. */
+static void rcv_seg_close(struct rr *r, uint64_t *filled, enum rr_stop why, bool read_drops)
+{
+	uint64_t n = atomic_load_explicit(&r->seg_rcv, memory_order_relaxed);
+	struct rr_seg *s = rr_seg_at(r, n);
+	uint64_t end = *filled, room = atomic_load(&s->limit);
+	if (room < end - s->base)
+		end = s->base + room;
+	if (read_drops && r->in_kind == RR_IN_UDP && r->in_fd >= 0)
+		rcv_kernel_drops(r);
+	pthread_mutex_lock(&r->loss_lock);
+	s->loss = r->loss;
+	s->ring_dropped = r->ring_dropped;
+	s->kernel_dropped = r->kernel_dropped;
+	r->loss_pub = r->loss;
+	pthread_mutex_unlock(&r->loss_lock);
+	atomic_fetch_add_explicit(&r->tot_frames_lost, r->loss.frames_lost, memory_order_relaxed);
+	s->t_close_ns = rr_mono_ns();
+	uint64_t next = (*filled + r->chunk - 1) / r->chunk * r->chunk;
+	s->after = next;
+	atomic_store_explicit(&s->why, (int)why, memory_order_relaxed);
+	atomic_store_explicit(&s->end, end, memory_order_release);
+	atomic_store_explicit(&s->state, RR_SEG_ENDED, memory_order_release);
+	atomic_store_explicit(&r->seg_open, false, memory_order_release);
+	atomic_store_explicit(&r->seg_rcv, n + 1, memory_order_release);
+	*filled = next;
+	atomic_store_explicit(&r->filled, next, memory_order_release);
+	rr_kick(r->data_efd);
+}
+
+/* recfsd, between two batches: close the open segment when record=off
+ * asked for it, open the next one posted.  The open segment, or NULL
+ * between scans. */
+static struct rr_seg *rcv_seg(struct rr *r, uint64_t *filled, struct rr_vdif_track *vt)
+{
+	uint64_t n = atomic_load_explicit(&r->seg_rcv, memory_order_relaxed);
+	bool open = atomic_load_explicit(&r->seg_open, memory_order_relaxed);
+	if (open && atomic_load_explicit(&r->seg_off, memory_order_acquire) > n) {
+		rcv_seg_close(r, filled, RR_STOP_NONE, true);
+		n++;
+		open = false;
+	}
+	if (!open && atomic_load_explicit(&r->seg_posted, memory_order_acquire) > n)
+		return rcv_seg_open(r, *filled, vt);
+	return open ? rr_seg_at(r, n) : NULL;
+}
+
+static void rcv_stream(struct rr *r)
+{
+	uint64_t filled = 0, deadline = r->duration_ns ? rr_mono_ns() + r->duration_ns : 0;
+	struct rr_vdif_stream vs = { 0 };
+	bool tmpl_ok = false;  /* every slot holds the counter template already */
+	bool can_tmpl = r->in_kind == RR_IN_GEN && r->chunk % r->gen.block == 0;
+	uint64_t t0 = rr_mono_ns();
+
+	if (r->fmt_vdif && rr_vdif_track_init(&vs.t, r->frame_size, &r->loss)) {
+		snprintf(r->in_err, sizeof(r->in_err), "out of memory");
+		rr_set_stop(r, RR_STOP_INPUT);
+		return;
+	}
+	/* a byte stream is recfs-record's: one segment, the whole stream */
+	struct rr_seg *seg = rcv_seg_open(r, 0, NULL);
+	enum rr_stop why;
+	for (;;) {
+		uint64_t budget = rcv_budget(r, seg, filled, deadline, &why);
+		if (!budget)
+			break;
+		if (!rcv_wait_space(r, filled))
+			continue;
+		uint64_t pos = filled % r->ring_size;
+		uint64_t n = rr_ring_free(r, filled);
+		if (n > r->ring_size - pos)
+			n = r->ring_size - pos;
+		if (n > budget)
+			n = budget;
+
+		if (r->in_kind == RR_IN_GEN) {
+			if (r->rate) {
+				/* wr.c-style paced input: bytes due by now */
+				uint64_t due = (uint64_t)((double)(rr_mono_ns() - t0) * 1e-9 * (double)r->rate);
+				if (due <= filled) {
+					rr_sleep_ns(1000000);
+					continue;
+				}
+				if (n > due - filled)
+					n = due - filled;
+			}
+			if (n > r->chunk)
+				n = r->chunk;
+			rr_gen_fill(&r->gen, r->ring + pos, filled, n, tmpl_ok);
+		} else {
+			struct pollfd pf = { .fd = r->in_fd, .events = POLLIN };
+			int pr = poll(&pf, 1, 100);
+			if (pr == 0 || (pr < 0 && errno == EINTR))
+				continue;
+			ssize_t got = read(r->in_fd, r->ring + pos, n);
+			if (got < 0) {
+				if (errno == EINTR || errno == EAGAIN)
+					continue;
+				snprintf(r->in_err, sizeof(r->in_err), "%s: read failed: %s",
+					 r->in_path ? r->in_path : "stdin", strerror(errno));
+				rr_set_stop(r, RR_STOP_INPUT);
+				break;
+			}
+			if (got == 0) {
+				rr_set_stop(r, RR_STOP_EOF);
+				break;
+			}
+			n = (uint64_t)got;
+		}
+		uint64_t old = filled;
+		filled += n;
+		if (can_tmpl && filled >= r->ring_size)
+			tmpl_ok = true;
+		if (r->fmt_vdif) {
+			rcv_vdif_scan(r, &vs, filled);
+			if (vs.t.frame_size && !atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
+				atomic_store(&r->learned_frame, vs.t.frame_size); /* stored at create */
+		}
+		rcv_publish(r, old, filled);
+	}
+	rcv_seg_close(r, &filled, (enum rr_stop)atomic_load(&r->stop), false);
+	if (r->fmt_vdif)
+		rr_vdif_track_free(&vs.t);
+}
+
+static void rcv_udp(struct rr *r)
+{
+	uint64_t filled = 0, deadline = r->duration_ns ? rr_mono_ns() + r->duration_ns : 0;
+	struct mmsghdr msgs[RR_BATCH];
+	struct iovec iov[RR_BATCH][3];
+	uint8_t stripbuf[RR_BATCH][64];
+	uint8_t *scratch = NULL, *tmp = NULL;
+	struct rr_vdif_track vt = { 0 };
+	const int sock = r->in_fd;
+	bool at_limit = false;
+
+	scratch = malloc(65536);
+	/* tmp closes the holes wrong-sized datagrams leave: needed as soon
+	 * as the datagram size is known, given or learned */
+	if (r->packet_size)
+		tmp = malloc(r->packet_size);
+	if (!scratch || (r->packet_size && !tmp) ||
+	    (r->fmt_vdif && rr_vdif_track_init(&vt, 0, &r->loss))) {
+		snprintf(r->in_err, sizeof(r->in_err), "out of memory");
+		rr_set_stop(r, RR_STOP_INPUT);
+		goto out_free;
+	}
+	/* recfs-record's one segment is open from the start; recfsd's open
+	 * and close between batches, and between them the receiver drains
+	 * the socket and counts what it discards as idle */
+	struct rr_seg *seg = r->daemon ? NULL : rcv_seg_open(r, 0, &vt);
+	enum rr_stop why = RR_STOP_NONE;
+	for (;;) {
+		if (r->daemon) {
+			if (atomic_load(&r->stop))
+				break;
+			seg = rcv_seg(r, &filled, &vt);
+		}
+		uint64_t budget = seg ? rcv_budget(r, seg, filled, deadline, &why) : 0;
+		if (seg && !budget) {
+			if (!r->daemon || why == RR_STOP_NONE)
+				break;
+			rcv_seg_close(r, &filled, why, !at_limit); /* full: idle until record=off */
+			seg = NULL;
+			continue;
+		}
+		if (!r->packet_size) {
+			/* learn the datagram size from the first one (the socket
+			 * has a receive timeout: the loop sees stop flags) */
+			ssize_t n = recv(sock, scratch, 65536, MSG_PEEK | MSG_TRUNC);
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+					continue; /* the receive timeout: look at the flags */
+				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
+					 r->input_spec, strerror(errno));
+				rr_set_stop(r, RR_STOP_INPUT);
+				break;
+			}
+			if ((uint64_t)n <= r->strip) {
+				r->loss.packets++;
+				r->loss.wrong_size++;
+				if (recv(sock, scratch, 65536, MSG_DONTWAIT) < 0)
+					continue;
+				continue;
+			}
+			r->packet_size = (uint32_t)n - r->strip;
+			tmp = malloc(r->packet_size);
+			if (!tmp) {
+				snprintf(r->in_err, sizeof(r->in_err), "out of memory");
+				rr_set_stop(r, RR_STOP_INPUT);
+				break;
+			}
+		}
+		const uint32_t P = r->packet_size;
+		if (r->fmt_vdif && !atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
+			atomic_store(&r->learned_frame, P); /* stored at create */
+		uint64_t room = seg ? rr_ring_free(r, filled) / P : 0;
+		unsigned nm = room < RR_BATCH ? (unsigned)room : RR_BATCH;
+		if (nm && budget < (uint64_t)nm * P) /* the last datagram of --size */
+			nm = (unsigned)((budget + P - 1) / P);
+
+		memset(msgs, 0, sizeof(msgs));
+		if (nm == 0) {
+			/* ring full: drain the socket and count what is lost */
+			for (unsigned i = 0; i < RR_BATCH; i++) {
+				iov[i][0] = (struct iovec){ scratch, 65536 };
+				msgs[i].msg_hdr.msg_iov = iov[i];
+				msgs[i].msg_hdr.msg_iovlen = 1;
+			}
+			int got = recvmmsg(sock, msgs, RR_BATCH, MSG_WAITFORONE, NULL);
+			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
+					 r->input_spec, strerror(errno));
+				rr_set_stop(r, RR_STOP_INPUT);
+				break;
+			}
+			if (got <= 0)
+				continue;
+			atomic_fetch_add_explicit(&r->tot_packets, (uint64_t)got, memory_order_relaxed);
+			if (!seg) { /* between scans */
+				uint64_t b = 0;
+				for (int i = 0; i < got; i++)
+					b += msgs[i].msg_len;
+				atomic_fetch_add_explicit(&r->tot_idle_packets, (uint64_t)got, memory_order_relaxed);
+				atomic_fetch_add_explicit(&r->tot_idle_bytes, b, memory_order_relaxed);
+				continue;
+			}
+			r->loss.packets += (uint64_t)got;
+			r->ring_dropped += (uint64_t)got;
+			atomic_fetch_add_explicit(&r->tot_ring_dropped, (uint64_t)got, memory_order_relaxed);
+			rcv_kernel_drops(r);
+			continue;
+		}
+		for (unsigned i = 0; i < nm; i++) {
+			uint64_t s = filled + (uint64_t)i * P;
+			uint64_t pos = s % r->ring_size;
+			int k = 0;
+			if (r->strip)
+				iov[i][k++] = (struct iovec){ stripbuf[i], r->strip };
+			if (pos + P <= r->ring_size) {
+				iov[i][k++] = (struct iovec){ r->ring + pos, P };
+			} else {
+				iov[i][k++] = (struct iovec){ r->ring + pos, r->ring_size - pos };
+				iov[i][k++] = (struct iovec){ r->ring, P - (r->ring_size - pos) };
+			}
+			msgs[i].msg_hdr.msg_iov = iov[i];
+			msgs[i].msg_hdr.msg_iovlen = (size_t)k;
+		}
+		/* block for the first datagram (up to the receive timeout),
+		 * then take what is queued: one syscall per batch */
+		int got = recvmmsg(sock, msgs, nm, MSG_WAITFORONE, NULL);
+		if (got < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue;
+			snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s", r->input_spec,
+				 strerror(errno));
+			rr_set_stop(r, RR_STOP_INPUT);
+			break;
+		}
+		/* the kernel's drop count, read once a chunk (for rcv_publish's
+		 * loss snapshot) and right after the call that reaches the
+		 * limit, so no drop from after the last datagram is counted */
+		at_limit = got > 0 && (uint64_t)got * P >= budget;
+		if (got > 0 && (filled / r->chunk != (filled + (uint64_t)got * P) / r->chunk || at_limit))
+			rcv_kernel_drops(r);
+		if (got > 0 && got < RR_BATCH / 4 && r->coalesce_ns && !at_limit)
+			rr_sleep_ns(r->coalesce_ns); /* let a batch gather */
+		uint64_t old = filled, dst = filled;
+		for (int i = 0; i < got; i++) {
+			uint64_t src = filled + (uint64_t)i * P;
+			r->loss.packets++;
+			if (msgs[i].msg_len != r->strip + P || (msgs[i].msg_hdr.msg_flags & MSG_TRUNC)) {
+				r->loss.wrong_size++;
+				atomic_fetch_add_explicit(&r->tot_wrong_size, 1, memory_order_relaxed);
+				continue;
+			}
+			if (dst != src) {
+				/* a wrong-sized datagram before this one: close the hole */
+				rr_ring_read(r, src, tmp, P);
+				rr_ring_write(r, dst, tmp, P);
+			}
+			if (r->fmt_vdif) {
+				uint8_t hdr[32] = { 0 }; /* a datagram under 32 bytes: zeros past it */
+				rr_ring_read(r, dst, hdr, sizeof(hdr) < P ? sizeof(hdr) : P);
+				rr_vdif_frame(&vt, hdr, P, dst - seg->base);
+			}
+			dst += P;
+		}
+		filled = dst;
+		if (filled > old + budget)
+			filled = old + budget; /* cut the last datagram at the limit */
+		atomic_fetch_add_explicit(&r->tot_packets, (uint64_t)got, memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->tot_bytes, filled - old, memory_order_relaxed);
+		if (filled != old)
+			rcv_publish(r, old, filled);
+	}
+out_free:
+	/* stopped by a signal, --duration, an error: drops until now; at the
+	 * limit they were read right after the last datagram */
+	if (atomic_load_explicit(&r->seg_open, memory_order_relaxed))
+		rcv_seg_close(r, &filled, (enum rr_stop)atomic_load(&r->stop), !at_limit);
+	rr_vdif_track_free(&vt);
+	free(scratch);
+	free(tmp);
+}
+
+/* UDP: the socket must be drained whatever else runs, so the receiver (and
+ * below it the writer) run SCHED_FIFO where permitted. */
+bool rr_realtime(int prio)
+{
+	struct sched_param sp = { .sched_priority = prio };
+	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+}
+
+void *rcv_main(void *arg)
+{
+	struct rr *r = arg;
+	if (r->in_kind == RR_IN_UDP && !r->no_rt)
+		r->rt_rcv = rr_realtime(20);
+	if (r->in_kind == RR_IN_UDP)
+		rcv_udp(r);
+	else
+		rcv_stream(r);
+	atomic_store_explicit(&r->eof, true, memory_order_release);
+	rr_kick(r->data_efd);
+	return NULL;
+}
+
+
+int rr_parse_input(struct rr *r, const char *spec)
+{
+	r->input_spec = spec;
+	if (!strcmp(spec, "stdin") || !strcmp(spec, "-")) {
+		r->in_kind = RR_IN_FD;
+		r->in_path = NULL;
+	} else if (!strncmp(spec, "file:", 5) && spec[5]) {
+		r->in_kind = RR_IN_FD;
+		r->in_path = spec + 5;
+	} else if (!strncmp(spec, "udp:", 4)) {
+		struct sockaddr_storage ss;
+		socklen_t len;
+		r->in_kind = RR_IN_UDP;
+		if (rr_parse_udp(spec + 4, false, &ss, &len))
+			return -EINVAL;
+	} else if (!strcmp(spec, "gen:counter")) {
+		r->in_kind = RR_IN_GEN;
+		r->gen.kind = RR_GEN_COUNTER;
+	} else if (!strcmp(spec, "gen:vdif")) {
+		r->in_kind = RR_IN_GEN;
+		r->gen.kind = RR_GEN_VDIF;
+		r->fmt_vdif = true;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int rr_open_input(struct rr *r)
+{
+	if (r->in_kind == RR_IN_FD) {
+		if (!r->in_path) {
+			r->in_fd = 0;
+			return 0;
+		}
+		r->in_fd = open(r->in_path, O_RDONLY | O_CLOEXEC);
+		if (r->in_fd < 0) {
+			fprintf(stderr, "%s: %s: cannot open: %s\n", r->prog, r->in_path, strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	if (r->in_kind == RR_IN_GEN) {
+		uint32_t block = r->frame_size ? r->frame_size
+					       : r->gen.kind == RR_GEN_VDIF ? 8032u : 8192u;
+		int err = rr_gen_init(&r->gen, r->gen.kind, block, r->threads, r->fps, r->legacy);
+		if (err) {
+			fprintf(stderr, "%s: %s: --frame-size %u is not usable%s\n", r->prog, r->input_spec,
+				block, r->gen.kind == RR_GEN_VDIF ? " (a multiple of 8, above the header)" : "");
+			return err;
+		}
+		r->frame_size = block;
+		return 0;
+	}
+
+	struct sockaddr_storage ss;
+	socklen_t len;
+	rr_parse_udp(r->input_spec + 4, false, &ss, &len);
+	int s = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0) {
+		fprintf(stderr, "%s: %s: socket: %s\n", r->prog, r->input_spec, strerror(errno));
+		return -errno;
+	}
+	int want = r->rcvbuf > INT_MAX ? INT_MAX : (int)r->rcvbuf;
+	if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)))
+		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+	/* blocking receives wake at least every 100 ms to see a stop */
+	struct timeval tv = { .tv_sec = 0, .tv_usec = 100000 };
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (bind(s, (struct sockaddr *)&ss, len)) {
+		int e = errno;
+		fprintf(stderr, "%s: %s: cannot bind: %s\n", r->prog, r->input_spec, strerror(e));
+		close(s);
+		return -e;
+	}
+	/* A receiver that drains the socket faster than datagrams arrive
+	 * wakes for every few of them: at 2 GB/s of 8 KB datagrams, 10 a
+	 * call and 30,000 context switches a second.  Sleeping 200 us after
+	 * a call that found under a quarter of a batch lets them gather: 40%
+	 * less CPU per GB on the development machine.  Only with a socket
+	 * buffer that holds 200 us at well over line rate: --rcvbuf 8M or
+	 * more (the kernel reports it doubled, and charges 16.6 KB for an
+	 * 8 KB datagram, so 8M holds about 4 MB: 10 GB/s for 200 us fills
+	 * half); a faster stream fills the batches and never sleeps. */
+	int have = 0;
+	socklen_t hl = sizeof(have);
+	if (!getsockopt(s, SOL_SOCKET, SO_RCVBUF, &have, &hl) && have / 2 >= (8 << 20))
+		r->coalesce_ns = RR_COALESCE_NS;
+	r->in_fd = s;
+	return 0;
+}
+
