@@ -78,6 +78,9 @@ int cm_commit(struct rr *r, uint64_t len, bool seal)
 	uint64_t to = (len + r->chunk - 1) / r->chunk;
 	struct recfs_loss loss;
 	struct recfs_commit c = { .len = len, .loss = &loss };
+	struct rr_seg *s = rr_seg_at(r, atomic_load(&r->seg_wr));
+	if (seal && r->daemon) /* sealed after the fact: it ended when closed */
+		c.end_ns = s->t_close_wall_ns;
 	uint64_t *cs = NULL;
 	int err;
 

@@ -78,6 +78,7 @@ struct rr_seg {
 	_Atomic int why;              /* enum rr_stop: why the receiver closed it */
 	struct recfs_loss loss;       /* final at close (under loss_lock) */
 	uint64_t ring_dropped, kernel_dropped, t_open_ns, t_close_ns;
+	uint64_t t_close_wall_ns;     /* the recording's end time */
 	/* writer, then read under seg_lock */
 	_Atomic int state;            /* enum rr_seg_state */
 	uint64_t len;                 /* sealed length */
@@ -214,6 +215,7 @@ static inline struct rr_seg *rr_seg_at(struct rr *r, uint64_t n)
 }
 
 /* ring.c */
+uint64_t rr_mem_available(void);
 int rr_ring_alloc(struct rr *r);
 static inline uint64_t rr_ring_free(struct rr *r, uint64_t filled)
 {
@@ -258,6 +260,7 @@ void *wr_main(void *arg);
 
 /* engine.c: recfsd's use of one input's engine */
 int rr_engine_init(struct rr *r);      /* eventfds, locks */
+void rr_engine_close(struct rr *r);
 /* post a segment (0, or -EBUSY when RR_SEGQ are unfinished) */
 int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, uint64_t *id);
 void rr_seg_close(struct rr *r);       /* close every posted segment */

@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -184,6 +185,9 @@ static void rcv_seg_close(struct rr *r, uint64_t *filled, enum rr_stop why, bool
 	pthread_mutex_unlock(&r->loss_lock);
 	atomic_fetch_add_explicit(&r->tot_frames_lost, r->loss.frames_lost, memory_order_relaxed);
 	s->t_close_ns = rr_mono_ns();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->t_close_wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	uint64_t next = (*filled + r->chunk - 1) / r->chunk * r->chunk;
 	s->after = next;
 	atomic_store_explicit(&s->why, (int)why, memory_order_relaxed);

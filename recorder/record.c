@@ -143,7 +143,6 @@ int main(int argc, char **argv)
 	r->err_member = -1;
 	r->err_short = -1;
 	r->data_efd = r->space_efd = r->aio_efd = -1;
-	atomic_store(&r->segs[0].limit, UINT64_MAX);
 
 	while ((c = getopt_long(argc, argv, "i:F:P:S:d:s:Q:b:c:qhV", lo, NULL)) != -1) {
 		switch (c) {
@@ -198,7 +197,6 @@ int main(int argc, char **argv)
 		case 's':
 			if (rr_num("--size", optarg, &r->size_limit, true) || !r->size_limit)
 				return RR_EXIT_NOTHING;
-			atomic_store(&r->segs[0].limit, r->size_limit);
 			break;
 		case 'Q':
 			if (rr_num("--queue-depth", optarg, &v, false) || v == 0 || v > 256)
@@ -288,23 +286,12 @@ int main(int argc, char **argv)
 		goto out_close_pack;
 	if (rr_open_input(r))
 		goto out_close_input_ring;
-	r->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	r->space_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	r->aio_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (r->data_efd < 0 || r->space_efd < 0 || r->aio_efd < 0) {
-		fprintf(stderr, PROG ": eventfd: %s\n", strerror(errno));
+	if (rr_engine_init(r))
 		goto out_close_input_ring;
-	}
-	pthread_mutex_init(&r->loss_lock, NULL);
-	pthread_mutex_init(&r->csum_lock, NULL);
-	pthread_mutex_init(&r->cm_lock, NULL);
-	pthread_mutex_init(&r->seg_lock, NULL);
 	pthread_mutex_init(&pack_lock, NULL);
 	r->pack_lock = &pack_lock;
 	/* one segment: the whole stream is the recording */
-	snprintf(r->segs[0].name, sizeof(r->segs[0].name), "%s", r->name);
-	atomic_store(&r->seg_posted, 1);
-	pthread_cond_init(&r->cm_cond, NULL);
+	rr_seg_post(r, r->name, r->size_limit, NULL);
 
 	struct sigaction sa = { .sa_handler = rr_on_signal };
 	sigemptyset(&sa.sa_mask);
@@ -422,12 +409,7 @@ out_stats:
 		rr_write_json(r, r->rec.committed_len, status, why, &ru3);
 	}
 out_close_input_ring:
-	if (r->data_efd >= 0)
-		close(r->data_efd);
-	if (r->space_efd >= 0)
-		close(r->space_efd);
-	if (r->aio_efd >= 0)
-		close(r->aio_efd);
+	rr_engine_close(r);
 	if (r->json_f && r->json_f != stdout)
 		fclose(r->json_f);
 	if (r->ring)

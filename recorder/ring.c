@@ -11,7 +11,7 @@
 
 #include "engine.h"
 
-static uint64_t rr_mem_available(void)
+uint64_t rr_mem_available(void)
 {
 	FILE *f = fopen("/proc/meminfo", "r");
 	char line[256];

@@ -1,7 +1,7 @@
 # recorder/: recfs-record, recfs-play, and the bench-only UDP sink.
 RECORDER_COMMON := $(BUILD)/obj/recorder/common.o $(BUILD)/obj/recorder/vdif.o
 RECORDER_HDRS := recorder/rec.h recorder/engine.h
-ENGINE_OBJS := $(patsubst %,$(BUILD)/obj/recorder/%.o,ring input writer commit report)
+ENGINE_OBJS := $(patsubst %,$(BUILD)/obj/recorder/%.o,engine ring input writer commit report)
 
 # every recorder object depends on the recorder's headers (a pattern rule
 # without a recipe would add nothing)

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a front end does with one input's engine: set it up, post and close
+ * segments (recfsd's scans).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+#include "engine.h"
+
+int rr_engine_init(struct rr *r)
+{
+	r->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r->space_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r->aio_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->data_efd < 0 || r->space_efd < 0 || r->aio_efd < 0) {
+		fprintf(stderr, "%s: eventfd: %s\n", r->prog, strerror(errno));
+		return -errno;
+	}
+	pthread_mutex_init(&r->loss_lock, NULL);
+	pthread_mutex_init(&r->csum_lock, NULL);
+	pthread_mutex_init(&r->cm_lock, NULL);
+	pthread_mutex_init(&r->seg_lock, NULL);
+	pthread_cond_init(&r->cm_cond, NULL);
+	return 0;
+}
+
+void rr_engine_close(struct rr *r)
+{
+	if (r->data_efd >= 0)
+		close(r->data_efd);
+	if (r->space_efd >= 0)
+		close(r->space_efd);
+	if (r->aio_efd >= 0)
+		close(r->aio_efd);
+	r->data_efd = r->space_efd = r->aio_efd = -1;
+}
+
+int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, uint64_t *id)
+{
+	uint64_t n = atomic_load_explicit(&r->seg_posted, memory_order_relaxed);
+	/* the slot is free once the writer finished the segment RR_SEGQ back */
+	if (n >= RR_SEGQ && atomic_load_explicit(&r->seg_done, memory_order_acquire) <= n - RR_SEGQ)
+		return -EBUSY;
+	struct rr_seg *s = rr_seg_at(r, n);
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	s->size_limit = size_limit;
+	atomic_store(&s->limit, size_limit ? size_limit : UINT64_MAX);
+	atomic_store(&s->end, UINT64_MAX);
+	atomic_store(&s->state, RR_SEG_QUEUED);
+	atomic_store_explicit(&r->seg_posted, n + 1, memory_order_release);
+	if (id)
+		*id = n;
+	return 0;
+}
+
+void rr_seg_close(struct rr *r)
+{
+	atomic_store_explicit(&r->seg_off, atomic_load(&r->seg_posted), memory_order_release);
+}
