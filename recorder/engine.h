@@ -125,6 +125,7 @@ struct rr {
 	_Atomic uint64_t tot_packets, tot_bytes, tot_idle_packets, tot_idle_bytes;
 	_Atomic uint64_t tot_ring_dropped, tot_kernel_dropped, tot_wrong_size, tot_frames_lost;
 	_Atomic uint64_t tot_written;
+	_Atomic uint64_t tot_other;      /* --split: datagrams of no lane's thread */
 
 	/* pack */
 	struct recfs_pack *p;
@@ -238,7 +239,18 @@ static inline void rr_ring_write(struct rr *r, uint64_t s, const void *buf, size
 }
 
 
+/* --split vdif-thread: one receiver for several lanes */
+#define RR_MAX_LANES 16
+struct rr_split {
+	int fd;                          /* the input's socket */
+	uint32_t strip;
+	unsigned n;
+	struct rr *lane[RR_MAX_LANES];   /* lane 0 holds the input's totals */
+	uint32_t thread[RR_MAX_LANES];   /* each lane's VDIF thread */
+};
+
 /* input.c */
+void *rcv_split_main(void *arg);
 int rr_parse_input(struct rr *r, const char *spec);
 int rr_open_input(struct rr *r);
 void *rcv_main(void *arg);

@@ -201,13 +201,16 @@ static void rcv_seg_close(struct rr *r, uint64_t *filled, enum rr_stop why, bool
 }
 
 /* recfsd, between two batches: close the open segment when record=off
- * asked for it, open the next one posted.  The open segment, or NULL
+ * asked for it or a later one is posted, open the next one posted.  The open segment, or NULL
  * between scans. */
 static struct rr_seg *rcv_seg(struct rr *r, uint64_t *filled, struct rr_vdif_track *vt)
 {
 	uint64_t n = atomic_load_explicit(&r->seg_rcv, memory_order_relaxed);
 	bool open = atomic_load_explicit(&r->seg_open, memory_order_relaxed);
-	if (open && atomic_load_explicit(&r->seg_off, memory_order_acquire) > n) {
+	/* closed by record=off, or by the next scan posted behind it: a
+	 * switch closes one and opens the next between the same two batches */
+	if (open && (atomic_load_explicit(&r->seg_off, memory_order_acquire) > n ||
+		     atomic_load_explicit(&r->seg_posted, memory_order_acquire) > n + 1)) {
 		rcv_seg_close(r, filled, RR_STOP_NONE, true);
 		n++;
 		open = false;
@@ -483,6 +486,139 @@ bool rr_realtime(int prio)
 {
 	struct sched_param sp = { .sched_priority = prio };
 	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+}
+
+/* --split vdif-thread: one socket, one lane (ring, writer, committer,
+ * recording) per VDIF thread.  A datagram's thread is known only once it is
+ * in memory, so the batch lands in a scratch buffer and each datagram is
+ * copied into its lane's ring: one copy, where rcv_udp has none.  Kernel
+ * drops belong to no thread: they count on the input (lane 0's totals). */
+static void rcv_split(struct rr_split *sp)
+{
+	struct rr *const r0 = sp->lane[0];
+	const unsigned nl = sp->n;
+	const size_t slot = 65536;
+	uint8_t *scratch = malloc((size_t)RR_BATCH * slot);
+	struct mmsghdr msgs[RR_BATCH];
+	struct iovec iov[RR_BATCH][2];
+	uint8_t stripbuf[RR_BATCH][64];
+	uint64_t filled[RR_MAX_LANES] = { 0 }, old[RR_MAX_LANES];
+	struct rr_vdif_track vt[RR_MAX_LANES] = { { 0 } };
+	struct rr_seg *seg[RR_MAX_LANES] = { 0 };
+	int16_t map[RR_VDIF_MAX_THREADS];
+	uint32_t ovfl_last = 0;
+
+	memset(map, 0xff, sizeof(map));
+	for (unsigned l = 0; l < nl; l++) {
+		map[sp->thread[l]] = (int16_t)l;
+		if (rr_vdif_track_init(&vt[l], 0, &sp->lane[l]->loss))
+			scratch = (free(scratch), NULL);
+	}
+	if (!scratch) {
+		snprintf(r0->in_err, sizeof(r0->in_err), "out of memory");
+		rr_set_stop(r0, RR_STOP_INPUT);
+		goto out_free;
+	}
+	for (;;) {
+		if (atomic_load(&r0->stop))
+			break;
+		for (unsigned l = 0; l < nl; l++) {
+			struct rr *r = sp->lane[l];
+			enum rr_stop why;
+			seg[l] = rcv_seg(r, &filled[l], &vt[l]);
+			if (seg[l] && !rcv_budget(r, seg[l], filled[l], 0, &why) && why != RR_STOP_NONE) {
+				rcv_seg_close(r, &filled[l], why, false); /* full, or its writer failed */
+				seg[l] = NULL;
+			}
+			old[l] = filled[l];
+		}
+		for (unsigned i = 0; i < RR_BATCH; i++) {
+			int k = 0;
+			if (sp->strip)
+				iov[i][k++] = (struct iovec){ stripbuf[i], sp->strip };
+			iov[i][k++] = (struct iovec){ scratch + i * slot, slot };
+			memset(&msgs[i], 0, sizeof(msgs[i]));
+			msgs[i].msg_hdr.msg_iov = iov[i];
+			msgs[i].msg_hdr.msg_iovlen = (size_t)k;
+		}
+		int got = recvmmsg(sp->fd, msgs, RR_BATCH, MSG_WAITFORONE, NULL);
+		if (got < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				continue;
+			snprintf(r0->in_err, sizeof(r0->in_err), "%s: receive failed: %s", r0->input_spec,
+				 strerror(errno));
+			rr_set_stop(r0, RR_STOP_INPUT);
+			break;
+		}
+		atomic_fetch_add_explicit(&r0->tot_packets, (uint64_t)got, memory_order_relaxed);
+		for (int i = 0; i < got; i++) {
+			const uint8_t *dg = scratch + (size_t)i * slot;
+			uint32_t len = msgs[i].msg_len;
+			struct rr_vdif_hdr h;
+			if (len <= sp->strip || (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ||
+			    len - sp->strip < 32 || !rr_vdif_decode(dg, &h) || map[h.thread] < 0) {
+				/* not a frame of any lane's thread: the input's */
+				atomic_fetch_add_explicit(&r0->tot_other, 1, memory_order_relaxed);
+				continue;
+			}
+			const uint32_t P = len - sp->strip;
+			unsigned l = (unsigned)map[h.thread];
+			struct rr *r = sp->lane[l];
+			if (!seg[l]) {
+				atomic_fetch_add_explicit(&r->tot_idle_packets, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&r->tot_idle_bytes, P, memory_order_relaxed);
+				continue;
+			}
+			r->loss.packets++;
+			if (!atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
+				atomic_store(&r->learned_frame, P); /* stored at create */
+			enum rr_stop why;
+			uint64_t budget = rcv_budget(r, seg[l], filled[l], 0, &why);
+			if (rr_ring_free(r, filled[l]) < P || budget < P) {
+				r->ring_dropped++;
+				r->loss.dropped = r->ring_dropped;
+				atomic_fetch_add_explicit(&r->tot_ring_dropped, 1, memory_order_relaxed);
+				continue;
+			}
+			rr_ring_write(r, filled[l], dg, P);
+			rr_vdif_frame(&vt[l], dg, P, filled[l] - seg[l]->base);
+			filled[l] += P;
+			atomic_fetch_add_explicit(&r->tot_bytes, P, memory_order_relaxed);
+		}
+		for (unsigned l = 0; l < nl; l++)
+			if (filled[l] != old[l])
+				rcv_publish(sp->lane[l], old[l], filled[l]);
+		/* the socket's drops, for the input */
+		uint32_t mi[SK_MEMINFO_VARS];
+		socklen_t ml = sizeof(mi);
+		if (getsockopt(sp->fd, SOL_SOCKET, SO_MEMINFO, mi, &ml) == 0 &&
+		    ml > SK_MEMINFO_DROPS * sizeof(uint32_t)) {
+			atomic_fetch_add_explicit(&r0->tot_kernel_dropped, (uint32_t)(mi[SK_MEMINFO_DROPS] - ovfl_last),
+						  memory_order_relaxed);
+			ovfl_last = mi[SK_MEMINFO_DROPS];
+		}
+	}
+out_free:
+	for (unsigned l = 0; l < nl; l++) {
+		struct rr *r = sp->lane[l];
+		if (atomic_load_explicit(&r->seg_open, memory_order_relaxed))
+			rcv_seg_close(r, &filled[l], (enum rr_stop)atomic_load(&r0->stop), false);
+		rr_vdif_track_free(&vt[l]);
+	}
+	free(scratch);
+}
+
+void *rcv_split_main(void *arg)
+{
+	struct rr_split *sp = arg;
+	if (!sp->lane[0]->no_rt)
+		sp->lane[0]->rt_rcv = rr_realtime(20);
+	rcv_split(sp);
+	for (unsigned l = 0; l < sp->n; l++) {
+		atomic_store_explicit(&sp->lane[l]->eof, true, memory_order_release);
+		rr_kick(sp->lane[l]->data_efd);
+	}
+	return NULL;
 }
 
 void *rcv_main(void *arg)
