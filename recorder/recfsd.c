@@ -1,0 +1,753 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfsd: the station recorder.  One long-running daemon per pack: it opens
+ * the pack read-write once, allocates and locks each input's ring once,
+ * binds its inputs once and drains them continuously; the station's control
+ * software starts and stops scans over TCP in VSI-S (record=on / record=off),
+ * and each scan becomes one recording per input (or per VDIF thread).
+ *
+ * Each input runs the recording engine (engine.h) in its daemon mode: the
+ * receiver opens a segment at the first batch after record=on and closes it
+ * after the last whole datagram before record=off; what arrives between
+ * scans is counted as idle and discarded.  The control plane (vsis.c) and
+ * the metrics endpoint (metrics.c) run in threads of their own and only
+ * post requests and read counters: a client can never stall a recording.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "recfsd.h"
+#include "sdnotify.h"
+
+#define PROG "recfsd"
+
+volatile sig_atomic_t rr_signal; /* unused: recfsd stops its inputs itself */
+
+/* ------------------------------------------------------------ the scans */
+static uint64_t rd_wall_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The recording name of scan `base` on stream k. */
+void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s%s", base, d->st[k].suffix);
+	if (n < 0 || (size_t)n >= len)
+		out[0] = 0; /* too long: refused as no valid name */
+}
+
+/* Has the scan's every segment been closed by its receiver?  Its
+ * segments' state, from the oldest input's point of view. */
+static bool rd_scan_closed(const struct rd *d, const struct rd_scan *sc)
+{
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr *r = d->st[i].r;
+		if (atomic_load_explicit(&rr_seg_at(r, sc->seg)->state, memory_order_acquire) < RR_SEG_ENDED)
+			return false;
+	}
+	return true;
+}
+
+bool rd_scan_done(const struct rd *d, const struct rd_scan *sc)
+{
+	for (unsigned i = 0; i < d->nst; i++)
+		if (atomic_load_explicit(&d->st[i].r->seg_done, memory_order_acquire) <= sc->seg)
+			return false;
+	return true;
+}
+
+/* The open scan ended by itself (pack full, member error, input error):
+ * it is no longer recording; record=off will say why.  Under d->lock. */
+void rd_refresh(struct rd *d)
+{
+	if (!d->recording || !rd_scan_closed(d, &d->cur))
+		return;
+	d->recording = false;
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr_seg *s = rr_seg_at(d->st[i].r, d->cur.seg);
+		int why = atomic_load(&s->why);
+		if (why != RR_STOP_NONE && !d->halted[0]) {
+			char name[RECFS_NAME_MAX + 1];
+			snprintf(name, sizeof(name), "%s", s->name);
+			snprintf(d->halted, sizeof(d->halted), "%s: scan '%s' stopped",
+				 rr_stop_what[why], name);
+		}
+	}
+}
+
+/* Why no scan can start now, or NULL.  Under d->lock. */
+const char *rd_refuse(struct rd *d, int *rc)
+{
+	*rc = 4;
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr *r = d->st[i].r;
+		if (atomic_load(&r->wr_failed)) {
+			snprintf(d->why, sizeof(d->why), "member I/O error: no more scans on this pack (%s)",
+				 r->err_member >= 0 ? recfs_pack_dev(d->p, (unsigned)r->err_member)->path
+						    : "writer");
+			return d->why;
+		}
+		if (atomic_load(&r->eof)) {
+			snprintf(d->why, sizeof(d->why), "input %s stopped: %s", d->in[d->st[i].input].label,
+				 r->in_err[0] ? r->in_err : "receiver ended");
+			return d->why;
+		}
+	}
+	/* full: no free extent, and none coming back from a scan still being
+	 * sealed (a recording holds the largest extent until its seal) */
+	bool sealing = false;
+	for (unsigned i = 0; i < d->nst; i++)
+		sealing |= atomic_load(&d->st[i].r->seg_done) < atomic_load(&d->st[i].r->seg_posted);
+	struct recfs_pack_info info;
+	pthread_mutex_lock(&d->pack_lock);
+	int err = recfs_pack_info(d->p, &info);
+	pthread_mutex_unlock(&d->pack_lock);
+	if (err || (info.largest_free == 0 && !sealing)) {
+		snprintf(d->why, sizeof(d->why), "pack full, no free space (delete recordings first)");
+		return d->why;
+	}
+	return NULL;
+}
+
+/* Start scan `name` on every input, at each one's next datagram.  0, or a
+ * VSI-S return code with d->why set.  Under d->lock. */
+int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit)
+{
+	int rc;
+	rd_refresh(d);
+	if (d->recording) {
+		snprintf(d->why, sizeof(d->why), "already recording scan '%s'", d->cur.name);
+		return 6;
+	}
+	if (rd_refuse(d, &rc))
+		return rc;
+	/* every input's recording name must be new, valid and not queued */
+	for (unsigned i = 0; i < d->nst; i++) {
+		char rn[RECFS_NAME_MAX + 16];
+		struct recfs_rec old;
+		rd_rec_name(d, name, i, rn, sizeof(rn));
+		if (strlen(rn) > RECFS_NAME_MAX || recfs_name_check(rn)) {
+			snprintf(d->why, sizeof(d->why), "scan name '%.64s' is not a valid recording name", rn);
+			return 8;
+		}
+		pthread_mutex_lock(&d->pack_lock);
+		int found = recfs_rec_lookup(d->p, rn, &old) == 0;
+		pthread_mutex_unlock(&d->pack_lock);
+		struct rr *r = d->st[i].r;
+		for (uint64_t n = atomic_load(&r->seg_done); !found && n < atomic_load(&r->seg_posted); n++)
+			found = !strcmp(rr_seg_at(r, n)->name, rn);
+		if (found) {
+			snprintf(d->why, sizeof(d->why), "a recording named '%s' already exists", rn);
+			return 6;
+		}
+		uint64_t posted = atomic_load(&r->seg_posted);
+		if (posted >= RR_SEGQ && atomic_load(&r->seg_done) <= posted - RR_SEGQ) {
+			snprintf(d->why, sizeof(d->why), "%u scans still being sealed", RR_SEGQ);
+			return 5;
+		}
+	}
+	/* all streams have room: post them together, so their segment
+	 * numbers stay the same; behind a record=off of the same line, each
+	 * receiver closes the last scan and opens this one at once */
+	d->close_pending = false;
+	uint64_t seg = 0;
+	for (unsigned i = 0; i < d->nst; i++) {
+		char rn[RECFS_NAME_MAX + 16];
+		rd_rec_name(d, name, i, rn, sizeof(rn));
+		rr_seg_post(d->st[i].r, rn, size_limit, &seg);
+		rr_kick(d->st[i].r->data_efd);
+	}
+	d->scans++;
+	memset(&d->cur, 0, sizeof(d->cur));
+	d->cur.no = d->scans;
+	d->cur.seg = seg;
+	d->cur.t_on_ns = rd_wall_ns();
+	snprintf(d->cur.name, sizeof(d->cur.name), "%s", name);
+	snprintf(d->cur.label, sizeof(d->cur.label), "%s", label);
+	d->recording = true;
+	d->halted[0] = 0;
+	d->check = d->cur;
+	d->hist[d->cur.no % RR_SEGQ] = d->cur;
+	return 0;
+}
+
+/* Close the open scan after each input's last whole datagram.  0, or a
+ * VSI-S return code with d->why set (the scan had already stopped by
+ * itself: 4 with the reason).  Under d->lock. */
+int rd_scan_stop(struct rd *d)
+{
+	rd_refresh(d);
+	if (!d->recording) {
+		if (d->halted[0]) {
+			snprintf(d->why, sizeof(d->why), "%s", d->halted);
+			d->halted[0] = 0;
+			return 4;
+		}
+		snprintf(d->why, sizeof(d->why), "not recording");
+		return 6;
+	}
+	/* posted at the end of the control line, unless a record=on on the
+	 * same line switches to the next scan between the same two batches */
+	d->close_pending = true;
+	d->recording = false;
+	d->cur.t_off_ns = rd_wall_ns();
+	d->check = d->cur;
+	d->hist[d->cur.no % RR_SEGQ] = d->cur;
+	return 0;
+}
+
+/* The end of a control line: a record=off not followed by a record=on
+ * closes its scan now.  Under d->lock. */
+void rd_line_end(struct rd *d)
+{
+	if (!d->close_pending)
+		return;
+	d->close_pending = false;
+	for (unsigned i = 0; i < d->nst; i++) {
+		rr_seg_close(d->st[i].r);
+		rr_kick(d->st[i].r->data_efd);
+	}
+}
+
+/* Wait until scan sc is sealed on every input, up to timeout_ns; under
+ * d->lock, which is released while waiting. */
+bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns)
+{
+	uint64_t until = rr_mono_ns() + timeout_ns;
+	rd_line_end(d); /* a record=off before it on the same line */
+	while (!rd_scan_done(d, sc)) {
+		if (rr_mono_ns() >= until)
+			return false;
+		pthread_mutex_unlock(&d->lock);
+		rr_sleep_ns(2000000);
+		pthread_mutex_lock(&d->lock);
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------ readiness */
+/* Every input bound and drained, control listening: tell whoever started
+ * us (systemd's NOTIFY_SOCKET, --ready-fd, and a first line on stdout),
+ * so no datagram meant for a scan is sent before we listen. */
+void rd_ready(struct rd *d, int fd, const char *ctl, const char *mx)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line), "ready control=%s%s%s inputs=", ctl, mx[0] ? " metrics=" : "", mx);
+	for (unsigned i = 0; i < d->nin && n > 0 && (size_t)n < sizeof(line); i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%s=%s", i ? "," : "", d->in[i].label,
+			      d->in[i].spec);
+	printf("%s\n", line);
+	fflush(stdout);
+	if (fd >= 0) {
+		static const char msg[] = "READY=1\n";
+		ssize_t w = write(fd, msg, sizeof(msg) - 1);
+		(void)w;
+		close(fd);
+	}
+	rr_sd_notify("READY=1");
+}
+
+/* ------------------------------------------------------------ options */
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " [options] PACK\n"
+		"Record scans onto PACK (members a,b,c) as a station's control software asks\n"
+		"over TCP in VSI-S (record=on:SCAN ... record=off).\n"
+		"\n"
+		"  -i, --input [LABEL=]udp:[ADDR:]PORT  an input (repeat for several; labels\n"
+		"                          default to 0, 1, ...; a scan records SCAN_LABEL each)\n"
+		"  -F, --format FMT        raw (default) or vdif: check VDIF frames, keep a loss map\n"
+		"      --split vdif-thread:THREADS  one recording per VDIF thread (SCAN_tN),\n"
+		"                          THREADS a list such as 0-3 or 0,2\n"
+		"  -P, --packet-size N     UDP payload bytes after --strip (default: the first's)\n"
+		"  -S, --strip N           drop an N-byte prefix from every datagram\n"
+		"      --rcvbuf SIZE       socket receive buffer (default 64M)\n"
+		"      --cpu LIST          pin the receivers: one CPU per input, comma-separated\n"
+		"  -l, --listen ADDR:PORT  VSI-S control (default 127.0.0.1:2620)\n"
+		"  -m, --metrics ADDR:PORT Prometheus /metrics (default: off)\n"
+		"  -Q, --queue-depth N     requests in flight per member (default 4)\n"
+		"  -b, --buffer SIZE       ring buffer per input (default 1/8 of available RAM\n"
+		"                          over the inputs, 64M..1G each)\n"
+		"  -c, --commit-interval S make the written prefix durable every S seconds (default 1)\n"
+		"      --ready-fd N        write READY=1 to fd N once listening (also sd_notify)\n"
+		"      --no-realtime       do not run receivers and writers SCHED_FIFO\n"
+		"  -h, --help, -V, --version\n");
+}
+
+static int rd_num(const char *opt, const char *s, uint64_t *v, bool size, uint64_t lo, uint64_t hi)
+{
+	int err;
+	if (size) {
+		err = recfs_parse_size(s, v);
+	} else {
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(s, &end, 10);
+		err = (errno || end == s || *end || s[0] == '-') ? -EINVAL : 0;
+		*v = x;
+	}
+	if (err || *v < lo || *v > hi) {
+		fprintf(stderr, PROG ": %s '%s': want %llu to %llu\n", opt, s, (unsigned long long)lo,
+			(unsigned long long)hi);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* [LABEL=]udp:[ADDR:]PORT */
+static int rd_add_input(struct rd *d, const char *arg)
+{
+	if (d->nin == RD_MAX_INPUTS) {
+		fprintf(stderr, PROG ": --input: at most %u inputs\n", RD_MAX_INPUTS);
+		return -EINVAL;
+	}
+	struct rd_input *in = &d->in[d->nin];
+	const char *eq = strchr(arg, '=');
+	const char *spec = arg;
+	if (eq) {
+		size_t n = (size_t)(eq - arg);
+		if (n == 0 || n >= sizeof(in->label)) {
+			fprintf(stderr, PROG ": --input '%s': a label is 1 to %zu characters\n", arg,
+				sizeof(in->label) - 1);
+			return -EINVAL;
+		}
+		memcpy(in->label, arg, n);
+		in->label[n] = 0;
+		for (size_t k = 0; k < n; k++)
+			if (!(in->label[k] >= 'a' && in->label[k] <= 'z') && !(in->label[k] >= 'A' && in->label[k] <= 'Z') &&
+			    !(in->label[k] >= '0' && in->label[k] <= '9') && in->label[k] != '-') {
+				fprintf(stderr, PROG ": --input '%s': a label is letters, digits and '-'\n", arg);
+				return -EINVAL;
+			}
+		spec = eq + 1;
+	} else {
+		snprintf(in->label, sizeof(in->label), "%u", d->nin);
+	}
+	struct sockaddr_storage ss;
+	socklen_t len;
+	if (strncmp(spec, "udp:", 4) || rr_parse_udp(spec + 4, false, &ss, &len)) {
+		fprintf(stderr, PROG ": --input '%s': not [LABEL=]udp:[ADDR:]PORT\n", arg);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < d->nin; i++)
+		if (!strcmp(d->in[i].label, in->label)) {
+			fprintf(stderr, PROG ": --input '%s': label '%s' given twice\n", arg, in->label);
+			return -EINVAL;
+		}
+	in->spec = spec;
+	in->cpu = -1;
+	d->nin++;
+	return 0;
+}
+
+static int rd_parse_cpus(struct rd *d, const char *list)
+{
+	char *copy = strdup(list), *save = NULL, *tok;
+	unsigned k = 0;
+	int err = 0;
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+		if (k == RD_MAX_INPUTS || rd_num("--cpu", tok, &v, false, 0, CPU_SETSIZE - 1)) {
+			err = -EINVAL;
+			break;
+		}
+		d->in[k++].cpu = (int)v;
+	}
+	free(copy);
+	return err;
+}
+
+/* vdif-thread:LIST, LIST a comma-separated list of threads or ranges
+ * (0-3,8) */
+static int rd_parse_split(struct rd *d, const char *arg)
+{
+	if (strncmp(arg, "vdif-thread:", 12) || !arg[12]) {
+		fprintf(stderr, PROG ": --split '%s': want vdif-thread:THREADS (0-3 or 0,1,2,3)\n", arg);
+		return -EINVAL;
+	}
+	char *copy = strdup(arg + 12), *save = NULL, *tok;
+	int err = copy ? 0 : -ENOMEM;
+	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !err; tok = strtok_r(NULL, ",", &save)) {
+		uint64_t lo, hi;
+		char *dash = strchr(tok, '-');
+		if (dash)
+			*dash = 0;
+		if (rd_num("--split thread", tok, &lo, false, 0, RR_VDIF_MAX_THREADS - 1) ||
+		    rd_num("--split thread", dash ? dash + 1 : tok, &hi, false, lo, RR_VDIF_MAX_THREADS - 1)) {
+			err = -EINVAL;
+			break;
+		}
+		for (uint64_t th = lo; th <= hi && !err; th++) {
+			for (unsigned k = 0; k < d->nsplit; k++)
+				if (d->split_thread[k] == th) {
+					fprintf(stderr, PROG ": --split: thread %llu given twice\n", (unsigned long long)th);
+					err = -EINVAL;
+				}
+			if (!err && d->nsplit == RR_MAX_LANES) {
+				fprintf(stderr, PROG ": --split: at most %u threads\n", RR_MAX_LANES);
+				err = -EINVAL;
+			}
+			if (!err)
+				d->split_thread[d->nsplit++] = (uint32_t)th;
+		}
+	}
+	free(copy);
+	return err;
+}
+
+static volatile sig_atomic_t rd_stop_sig;
+static void rd_on_signal(int sig)
+{
+	rd_stop_sig = sig;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "input", required_argument, NULL, 'i' },
+		{ "format", required_argument, NULL, 'F' },
+		{ "packet-size", required_argument, NULL, 'P' },
+		{ "strip", required_argument, NULL, 'S' },
+		{ "rcvbuf", required_argument, NULL, 1 },
+		{ "cpu", required_argument, NULL, 2 },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "queue-depth", required_argument, NULL, 'Q' },
+		{ "buffer", required_argument, NULL, 'b' },
+		{ "commit-interval", required_argument, NULL, 'c' },
+		{ "ready-fd", required_argument, NULL, 3 },
+		{ "no-realtime", no_argument, NULL, 4 },
+		{ "split", required_argument, NULL, 5 },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	static struct rd rd_state;
+	struct rd *d = &rd_state;
+	const char *listen_spec = "127.0.0.1:2620", *metrics_spec = NULL, *cpus = NULL;
+	uint64_t v, qd = 4, commit_ns = 1000000000ull, rcvbuf = 64ull << 20, buffer = 0;
+	uint32_t packet_size = 0, strip = 0;
+	int ready_fd = -1, c, status = 1;
+	bool no_rt = false;
+
+	while ((c = getopt_long(argc, argv, "i:F:P:S:l:m:Q:b:c:hV", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (rd_add_input(d, optarg))
+				return 1;
+			break;
+		case 'F':
+			if (!strcmp(optarg, "vdif"))
+				d->fmt_vdif = true;
+			else if (strcmp(optarg, "raw"))
+				return fprintf(stderr, PROG ": --format '%s': not raw or vdif\n", optarg), 1;
+			break;
+		case 'P':
+			if (rd_num("--packet-size", optarg, &v, true, 1, 65507))
+				return 1;
+			packet_size = (uint32_t)v;
+			break;
+		case 'S':
+			if (rd_num("--strip", optarg, &v, false, 0, 64))
+				return 1;
+			strip = (uint32_t)v;
+			break;
+		case 1:
+			if (rd_num("--rcvbuf", optarg, &rcvbuf, true, 4096, 1ull << 31))
+				return 1;
+			break;
+		case 2: cpus = optarg; break;
+		case 'l': listen_spec = optarg; break;
+		case 'm': metrics_spec = optarg; break;
+		case 'Q':
+			if (rd_num("--queue-depth", optarg, &qd, false, 1, 256))
+				return 1;
+			break;
+		case 'b':
+			if (rd_num("--buffer", optarg, &buffer, true, 1, 1ull << 40))
+				return 1;
+			break;
+		case 'c':
+			if (rr_parse_seconds(optarg, &commit_ns) || commit_ns < 10000000ull ||
+			    commit_ns > 3600000000000ull)
+				return fprintf(stderr, PROG ": --commit-interval '%s': want 0.01 to 3600 seconds\n",
+					       optarg), 1;
+			break;
+		case 3:
+			if (rd_num("--ready-fd", optarg, &v, false, 0, INT_MAX))
+				return 1;
+			ready_fd = (int)v;
+			break;
+		case 4: no_rt = true; break;
+		case 5:
+			if (rd_parse_split(d, optarg))
+				return 1;
+			break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
+		default: usage(stderr); return 1;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, PROG ": expected PACK (see --help)\n");
+		return 1;
+	}
+	d->pack_spec = argv[optind];
+	if (d->nin == 0 && rd_add_input(d, "udp:50000"))
+		return 1;
+	if (cpus && rd_parse_cpus(d, cpus))
+		return 1;
+	if (d->nsplit && !d->fmt_vdif) {
+		fprintf(stderr, PROG ": --split vdif-thread needs --format vdif\n");
+		return 1;
+	}
+	struct sockaddr_storage ctl_addr, mx_addr;
+	socklen_t ctl_len, mx_len = 0;
+	if (rr_parse_udp(listen_spec, false, &ctl_addr, &ctl_len)) {
+		fprintf(stderr, PROG ": --listen '%s': not [ADDR:]PORT\n", listen_spec);
+		return 1;
+	}
+	if (metrics_spec && rr_parse_udp(metrics_spec, false, &mx_addr, &mx_len)) {
+		fprintf(stderr, PROG ": --metrics '%s': not [ADDR:]PORT\n", metrics_spec);
+		return 1;
+	}
+	if (ready_fd >= 0 && fcntl(ready_fd, F_GETFD) < 0) {
+		fprintf(stderr, PROG ": --ready-fd %d: not an open descriptor\n", ready_fd);
+		return 1;
+	}
+
+	/* the pack: the exclusive writer lock is held for the daemon's life */
+	pthread_mutex_init(&d->pack_lock, NULL);
+	pthread_mutex_init(&d->lock, NULL);
+	int err = recfs_pack_open(d->pack_spec, RECFS_O_RDWR, &d->p);
+	if (err) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+		return 1;
+	}
+	const struct recfs_geom *g = recfs_pack_geom(d->p);
+	for (unsigned i = 0; i < g->members; i++) {
+		struct recfs_dev *dv = recfs_pack_dev(d->p, i);
+		if (!dv || dv->fd < 0) {
+			fprintf(stderr, PROG ": %s: member %u is %s\n", d->pack_spec, i,
+				dv ? "not a file or block device" : "missing");
+			goto out_close_pack;
+		}
+	}
+
+	/* each stream: its engine, its ring (locked now: it takes time); each
+	 * input its socket, bound; nothing is received before all are ready */
+	unsigned lanes = d->nsplit ? d->nsplit : 1;
+	if (d->nin * lanes > RD_MAX_STREAMS) {
+		fprintf(stderr, PROG ": %u inputs of %u streams each: at most %u streams\n", d->nin, lanes,
+			RD_MAX_STREAMS);
+		goto out_close_pack;
+	}
+	for (unsigned i = 0; i < d->nin; i++) {
+		struct rd_input *in = &d->in[i];
+		in->first = d->nst;
+		in->n = lanes;
+		for (unsigned l = 0; l < lanes; l++) {
+			struct rd_stream *st = &d->st[d->nst];
+			struct rr *r = calloc(1, sizeof(*r));
+			if (!r) {
+				fprintf(stderr, PROG ": out of memory\n");
+				goto out_inputs;
+			}
+			st->r = r;
+			st->input = i;
+			st->thread = d->nsplit ? (int)d->split_thread[l] : -1;
+			int n = 0;
+			if (d->nin > 1)
+				n += snprintf(st->suffix + n, sizeof(st->suffix) - (size_t)n, "_%s", in->label);
+			if (d->nsplit)
+				snprintf(st->suffix + n, sizeof(st->suffix) - (size_t)n, "_t%d", st->thread);
+			d->nst++;
+			r->prog = PROG;
+			r->daemon = true;
+			r->p = d->p;
+			r->g = g;
+			r->chunk = g->chunk_size;
+			r->pack_lock = &d->pack_lock;
+			r->pack_spec = d->pack_spec;
+			r->qd = (uint32_t)qd;
+			r->commit_ns = commit_ns;
+			r->rcvbuf = rcvbuf;
+			r->fmt_vdif = d->fmt_vdif;
+			r->packet_size = packet_size;
+			r->strip = strip;
+			r->no_rt = no_rt;
+			r->progress = 0;
+			r->quiet = true;
+			r->in_fd = -1;
+			r->err_member = -1;
+			r->err_short = -1;
+			r->data_efd = r->space_efd = r->aio_efd = -1;
+			if (buffer) {
+				r->buffer = buffer / lanes;
+			} else {
+				/* an eighth of what the machine has free, over the streams */
+				r->buffer = rr_mem_available() / 8 / (d->nin * lanes);
+				if (r->buffer < (64ull << 20))
+					r->buffer = 64ull << 20;
+				if (r->buffer > (1ull << 30))
+					r->buffer = 1ull << 30;
+			}
+			if (rr_parse_input(r, in->spec) || rr_ring_alloc(r) || rr_engine_init(r))
+				goto out_inputs;
+			/* lane 0 binds the input's socket; a split receiver
+			 * takes it over */
+			if (l == 0 && rr_open_input(r))
+				goto out_inputs;
+			in->split.lane[l] = r;
+			in->split.thread[l] = (uint32_t)(st->thread < 0 ? 0 : st->thread);
+		}
+		if (d->nsplit) {
+			in->split.n = lanes;
+			in->split.fd = in->split.lane[0]->in_fd;
+			in->split.strip = strip;
+			in->split.lane[0]->in_fd = -1;
+		}
+	}
+	/* concurrent scans share the largest free extent between them */
+	for (unsigned k = 0; k < d->nst; k++)
+		d->st[k].r->share = d->nst;
+
+	/* signals: every thread blocks them but the main one, which waits */
+	struct sigaction sa = { .sa_handler = rd_on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t block, old;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+
+	d->t_start = rr_mono_ns();
+	for (unsigned k = 0; k < d->nst; k++) {
+		struct rd_stream *st = &d->st[k];
+		st->r->t_start = d->t_start;
+		if ((err = pthread_create(&st->wr, NULL, wr_main, st->r)) ||
+		    (err = pthread_create(&st->cm, NULL, cm_main, st->r))) {
+			fprintf(stderr, PROG ": cannot start a writer: %s\n", strerror(err));
+			goto out_stop;
+		}
+		st->started = true;
+	}
+	for (unsigned i = 0; i < d->nin; i++) {
+		struct rd_input *in = &d->in[i];
+		err = d->nsplit ? pthread_create(&in->rcv, NULL, rcv_split_main, &in->split)
+				: pthread_create(&in->rcv, NULL, rcv_main, in->split.lane[0]);
+		if (err) {
+			fprintf(stderr, PROG ": cannot start input %s: %s\n", in->label, strerror(err));
+			goto out_stop;
+		}
+		in->started = true;
+		if (in->cpu >= 0) {
+			cpu_set_t set;
+			CPU_ZERO(&set);
+			CPU_SET(in->cpu, &set);
+			if ((err = pthread_setaffinity_np(in->rcv, sizeof(set), &set)))
+				fprintf(stderr, PROG ": input %s: cannot pin to CPU %d: %s\n", in->label,
+					in->cpu, strerror(err));
+		}
+	}
+
+	char ctl_where[96] = "", mx_where[96] = "";
+	if (rd_ctl_start(d, &ctl_addr, ctl_len, ctl_where, sizeof(ctl_where)))
+		goto out_stop;
+	if (mx_len && rd_metrics_start(d, &mx_addr, mx_len, mx_where, sizeof(mx_where)))
+		goto out_ctl;
+
+	/* ready: every input is bound and drained, control is listening */
+	rd_ready(d, ready_fd, ctl_where, mx_where);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	while (!rd_stop_sig)
+		pause();
+	fprintf(stderr, PROG ": %s: sealing the open scan and stopping\n", strsignal(rd_stop_sig));
+	status = 0;
+
+	rd_metrics_stop(d);
+out_ctl:
+	rd_ctl_stop(d);
+out_stop:
+	/* the receivers close their open segments, the writers seal them */
+	for (unsigned k = 0; k < d->nst; k++) {
+		rr_set_stop(d->st[k].r, RR_STOP_SIGNAL);
+		atomic_store(&d->st[k].r->wr_quit, true);
+	}
+	for (unsigned i = 0; i < d->nin; i++)
+		if (d->in[i].started)
+			pthread_join(d->in[i].rcv, NULL);
+	for (unsigned k = 0; k < d->nst; k++) {
+		struct rd_stream *st = &d->st[k];
+		struct rr *r = st->r;
+		if (!st->started)
+			continue;
+		if (!d->in[st->input].started) { /* its receiver never ran */
+			atomic_store(&r->eof, true);
+		}
+		rr_kick(r->data_efd);
+		pthread_join(st->wr, NULL);
+		pthread_mutex_lock(&r->cm_lock);
+		r->cm_quit = true;
+		pthread_cond_signal(&r->cm_cond);
+		pthread_mutex_unlock(&r->cm_lock);
+		pthread_join(st->cm, NULL);
+		uint64_t posted = atomic_load(&r->seg_posted);
+		for (uint64_t n = posted > RR_SEGQ ? posted - RR_SEGQ : 0; n < posted; n++) {
+			struct rr_seg *s = rr_seg_at(r, n);
+			if (atomic_load(&s->state) == RR_SEG_FAILED) {
+				fprintf(stderr, PROG ": '%s': %s\n", s->name, s->msg);
+				status = 3;
+			}
+		}
+		if (atomic_load(&r->wr_failed))
+			status = 3;
+	}
+out_inputs:
+	for (unsigned i = 0; i < d->nin; i++)
+		if (d->nsplit && d->in[i].split.fd > 0)
+			close(d->in[i].split.fd);
+	for (unsigned k = 0; k < d->nst; k++) {
+		struct rr *r = d->st[k].r;
+		if (!r)
+			continue;
+		rr_engine_close(r);
+		if (r->ring)
+			munmap(r->ring, r->ring_size);
+		if (r->in_fd > 0)
+			close(r->in_fd);
+		free(r->csums);
+		free(r);
+	}
+out_close_pack:
+	err = recfs_pack_close(d->p);
+	if (err && status == 0) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+		status = 3;
+	}
+	return status;
+}

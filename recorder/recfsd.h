@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfsd: the daemon's state, shared by its control plane (ctl.c), its
+ * metrics (recfsd.c) and its main.  Private prefix: rd_.
+ */
+#ifndef RECFS_RECORDER_RECFSD_H
+#define RECFS_RECORDER_RECFSD_H
+
+#include <sys/socket.h>
+
+#include "engine.h"
+
+#define RD_MAX_INPUTS 8
+#define RD_MAX_STREAMS 32
+
+/* A stream: one engine (ring, writer, committer) and one recording a scan.
+ * An input feeds one stream, or with --split vdif-thread one per thread. */
+struct rd_stream {
+	struct rr *r;
+	unsigned input;
+	int thread;             /* its VDIF thread (--split), -1 for all */
+	char suffix[32];        /* the scan name's suffix: "", _LABEL, _tN */
+	pthread_t wr, cm;
+	bool started;
+};
+
+struct rd_input {
+	char label[16];
+	const char *spec;       /* udp:[ADDR:]PORT */
+	int cpu;                /* -1: not pinned */
+	unsigned first, n;      /* its streams */
+	struct rr_split split;  /* --split: its receiver's lanes */
+	pthread_t rcv;
+	bool started;
+};
+
+struct rd_scan {
+	uint64_t no;            /* 1, 2, ... since the daemon started */
+	uint64_t seg;           /* its segment number in every input */
+	char name[RECFS_NAME_MAX + 1];  /* the recordings' base name */
+	char label[RECFS_NAME_MAX + 1]; /* the scan label as given */
+	uint64_t t_on_ns, t_off_ns;     /* wall clock of record=on/off */
+};
+
+struct rd {
+	struct recfs_pack *p;
+	const char *pack_spec;
+	pthread_mutex_t pack_lock;      /* library calls on p */
+	unsigned nin, nst;
+	struct rd_input in[RD_MAX_INPUTS];
+	struct rd_stream st[RD_MAX_STREAMS];
+	bool fmt_vdif;
+	unsigned nsplit;                /* --split vdif-thread: threads */
+	uint32_t split_thread[RR_MAX_LANES];
+	uint64_t t_start;
+
+	/* control state, under lock */
+	pthread_mutex_t lock;
+	bool recording;
+	bool close_pending;             /* record=off on this control line */
+	uint64_t scans;                 /* scans started */
+	struct rd_scan cur;             /* the last scan started */
+	struct rd_scan check;           /* scan_check?'s (scan_set=) */
+	struct rd_scan hist[RR_SEGQ];   /* the last scans, by no % RR_SEGQ */
+	char halted[320];               /* the open scan stopped by itself: why */
+	char why[384];                  /* the last refusal's reason */
+	char exp[64], station[16];      /* the last record=on's, for names */
+	uint32_t mtu;                   /* mtu= as the station set it (0: none) */
+};
+
+void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, size_t len);
+bool rd_scan_done(const struct rd *d, const struct rd_scan *sc);
+void rd_refresh(struct rd *d);
+const char *rd_refuse(struct rd *d, int *rc);
+int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit);
+int rd_scan_stop(struct rd *d);
+void rd_line_end(struct rd *d);
+bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns);
+
+/* ctl.c: one VSI-S statement; its return code, its reply fields in out */
+int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,
+		size_t outlen);
+void rd_ctl_line_end(struct rd *d);   /* after the last statement of a line */
+int rd_ctl_start(struct rd *d, const struct sockaddr_storage *a, socklen_t len, char *where, size_t wlen);
+void rd_ctl_stop(struct rd *d);
+/* metrics */
+int rd_metrics_start(struct rd *d, const struct sockaddr_storage *a, socklen_t len, char *where,
+		     size_t wlen);
+void rd_metrics_stop(struct rd *d);
+void rd_ready(struct rd *d, int fd, const char *ctl, const char *mx);
+
+#endif

@@ -1,0 +1,41 @@
+# recfsd helpers for the integration tests (sourced after tests/lib.sh).
+
+# start_recfsd ARGS...: starts recfsd in the background with a control port
+# the kernel picks, waits for its ready line; sets RD_PID, RD_CTL
+# (127.0.0.1:PORT) and RD_MX (metrics, when --metrics was given).  The
+# daemon is killed at exit if the test has not stopped it.
+start_recfsd() {
+	local out=$T_DIR/recfsd.$RANDOM.out
+	RD_LOG=$T_DIR/recfsd.$RANDOM.log
+	recfsd -l 127.0.0.1:0 "$@" >"$out" 2>"$RD_LOG" &
+	RD_PID=$!
+	cleanup_add "kill -9 $RD_PID"
+	local i line=""
+	for ((i = 0; i < 200; i++)); do
+		line=$(head -n 1 "$out" 2>/dev/null)
+		[ -n "$line" ] && break
+		kill -0 "$RD_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	RD_READY=$line
+	RD_CTL=$(sed -n 's/.*control=\([^ ]*\).*/\1/p' <<<"$line")
+	RD_MX=$(sed -n 's/.*metrics=\([^ ]*\).*/\1/p' <<<"$line")
+	[ -n "$RD_CTL" ]
+}
+
+# stop_recfsd: SIGTERM, wait; sets RD_RC
+stop_recfsd() {
+	kill -TERM "$RD_PID" 2>/dev/null
+	wait "$RD_PID"
+	RD_RC=$?
+}
+
+# vsi STMT...: one reply line per statement (python client)
+vsi() { python3 "$(dirname "${BASH_SOURCE[0]}")/vsi.py" "$RD_CTL" "$@"; }
+
+# expect_reply DESC STMT REGEX: the reply to STMT matches REGEX (whole line)
+expect_reply() {
+	local d=$1 s=$2 want=$3 got
+	got=$(vsi "$s" 2>&1)
+	if grep -Eqx -- "$want" <<<"$got"; then pass "$d"; else fail "$d: '$s' answered '$got', want /$want/"; fi
+}
