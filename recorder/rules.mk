@@ -20,3 +20,11 @@ $(BUILD)/bin/recfs-play: $(BUILD)/obj/recorder/play.o $(RECORDER_COMMON) $(LIBRE
 $(BUILD)/bench/recfs-udpsink: $(BUILD)/obj/recorder/udpsink.o $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)
+
+# The /metrics endpoint and sd_notify, for recfsd (no engine dependency), and
+# the systemd unit `make install` puts in $(SYSTEMD_UNIT_DIR).
+MX_OBJS := $(BUILD)/obj/recorder/metrics.o
+SDNOTIFY_OBJS := $(BUILD)/obj/recorder/sdnotify.o
+$(BUILD)/obj/recorder/metrics.o: recorder/metrics.h
+$(BUILD)/obj/recorder/sdnotify.o: recorder/sdnotify.h
+SYSTEMD_UNITS += recorder/recfsd@.service.in

@@ -7,3 +7,7 @@ $(BUILD)/obj/tests/unit/%.o: EXTRA_CFLAGS += $(CMOCKA_CFLAGS)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(CMOCKA_LIBS) $(THREAD_LIBS)
+
+# unit tests of recorder/ pieces link their objects
+$(BUILD)/tests/test_metrics: $(MX_OBJS)
+$(BUILD)/tests/test_sdnotify: $(SDNOTIFY_OBJS)
