@@ -38,6 +38,18 @@ int rr_parse_seconds(const char *s, uint64_t *ns)
 	return 0;
 }
 
+void rr_sockaddr_str(const struct sockaddr_storage *ss, unsigned port, char *out, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	if (ss->ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, host, sizeof(host));
+		snprintf(out, len, "[%s]:%u", host, port);
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, host, sizeof(host));
+		snprintf(out, len, "%s:%u", host, port);
+	}
+}
+
 int rr_parse_udp(const char *s, bool need_host, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[256] = "";

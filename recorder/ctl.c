@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "recfsd.h"
+#include "vsis.h"
 
 /* status? bits, after Mark5/jive5ab's status word */
 #define RD_ST_READY 0x1u
@@ -182,7 +183,7 @@ static int rd_scan_check(struct rd *d, struct rd_out *o)
 		return 5;
 	}
 	struct rd_scan sc = d->check;
-	if (!rd_scan_wait(d, &sc, 5000000000ull)) {
+	if (!rd_scan_wait(d, &sc, 1000000000ull)) {
 		rd_field(o, "scan %" PRIu64 " is still being sealed", sc.no);
 		return 5;
 	}
@@ -444,4 +445,37 @@ void rd_ctl_line_end(struct rd *d)
 	pthread_mutex_lock(&d->lock);
 	rd_line_end(d);
 	pthread_mutex_unlock(&d->lock);
+}
+
+/* ------------------------------------------------------------ transport */
+static struct vs_server *rd_vs;
+
+static int rd_vs_handler(void *ctx, const struct vs_req *req, char *fields, size_t len)
+{
+	return rd_ctl_exec(ctx, req->keyword, req->query, req->nparam, req->param, fields, len);
+}
+
+static void rd_vs_line_end(void *ctx)
+{
+	rd_ctl_line_end(ctx);
+}
+
+int rd_ctl_start(struct rd *d, const struct sockaddr_storage *a, socklen_t len, char *where, size_t wlen)
+{
+	char err[256];
+	rd_vs = vs_server_start(a, len, rd_vs_handler, rd_vs_line_end, d, err, sizeof(err));
+	if (!rd_vs) {
+		fprintf(stderr, "recfsd: --listen: %s\n", err);
+		return -EINVAL;
+	}
+	rr_sockaddr_str(a, vs_server_port(rd_vs), where, wlen);
+	return 0;
+}
+
+void rd_ctl_stop(struct rd *d)
+{
+	(void)d;
+	if (rd_vs)
+		vs_server_stop(rd_vs);
+	rd_vs = NULL;
 }

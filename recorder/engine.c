@@ -49,6 +49,7 @@ int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, uint64_t *i
 	memset(s, 0, sizeof(*s));
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->size_limit = size_limit;
+	s->t_post_ns = rr_mono_ns();
 	atomic_store(&s->limit, size_limit ? size_limit : UINT64_MAX);
 	atomic_store(&s->end, UINT64_MAX);
 	atomic_store(&s->state, RR_SEG_QUEUED);

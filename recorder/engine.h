@@ -43,10 +43,18 @@ extern const char *const rr_stop_what[];
 
 enum rr_input_kind { RR_IN_FD, RR_IN_UDP, RR_IN_GEN };
 
+/* Written by the writer only, read by recfsd's metrics: relaxed atomics,
+ * added with a load and a store (no locked instruction on the hot path). */
 struct rr_member_stat {
-	uint64_t max_ns, sum_ns, writes;
-	uint64_t short_writes;           /* completed short; the rest sent again */
+	_Atomic uint64_t max_ns, sum_ns, writes;
+	_Atomic uint64_t short_writes;   /* completed short; the rest sent again */
+	_Atomic uint64_t errors;         /* writes that failed */
 };
+
+static inline void rr_stat_add(_Atomic uint64_t *a, uint64_t v)
+{
+	atomic_store_explicit(a, atomic_load_explicit(a, memory_order_relaxed) + v, memory_order_relaxed);
+}
 
 /*
  * A segment: one recording's part of the stream.  recfs-record has one,
@@ -79,6 +87,8 @@ struct rr_seg {
 	struct recfs_loss loss;       /* final at close (under loss_lock) */
 	uint64_t ring_dropped, kernel_dropped, t_open_ns, t_close_ns;
 	uint64_t t_close_wall_ns;     /* the recording's end time */
+	uint64_t t_post_ns;           /* posted (record=on handled) */
+	bool first_seen;              /* receiver: its first datagram arrived */
 	/* writer, then read under seg_lock */
 	_Atomic int state;            /* enum rr_seg_state */
 	uint64_t len;                 /* sealed length */
@@ -126,6 +136,7 @@ struct rr {
 	_Atomic uint64_t tot_ring_dropped, tot_kernel_dropped, tot_wrong_size, tot_frames_lost;
 	_Atomic uint64_t tot_written;
 	_Atomic uint64_t tot_other;      /* --split: datagrams of no lane's thread */
+	_Atomic uint64_t start_latency_ns; /* last segment: posted to first datagram */
 
 	/* pack */
 	struct recfs_pack *p;

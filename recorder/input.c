@@ -165,6 +165,13 @@ static struct rr_seg *rcv_seg_open(struct rr *r, uint64_t filled, struct rr_vdif
 	return s;
 }
 
+/* The segment's first datagram is in: how long after record=on. */
+static void rcv_first(struct rr *r, struct rr_seg *s)
+{
+	s->first_seen = true;
+	atomic_store_explicit(&r->start_latency_ns, rr_mono_ns() - s->t_post_ns, memory_order_relaxed);
+}
+
 /* Close the open segment after its last whole datagram (*filled, cut at
  * its limit), and move *filled to the next chunk boundary, where the next
  * segment will start. */
@@ -467,6 +474,8 @@ static void rcv_udp(struct rr *r)
 			filled = old + budget; /* cut the last datagram at the limit */
 		atomic_fetch_add_explicit(&r->tot_packets, (uint64_t)got, memory_order_relaxed);
 		atomic_fetch_add_explicit(&r->tot_bytes, filled - old, memory_order_relaxed);
+		if (!seg->first_seen && filled != old)
+			rcv_first(r, seg);
 		if (filled != old)
 			rcv_publish(r, old, filled);
 	}
@@ -580,6 +589,8 @@ static void rcv_split(struct rr_split *sp)
 				atomic_fetch_add_explicit(&r->tot_ring_dropped, 1, memory_order_relaxed);
 				continue;
 			}
+			if (!seg[l]->first_seen)
+				rcv_first(r, seg[l]);
 			rr_ring_write(r, filled[l], dg, P);
 			rr_vdif_frame(&vt[l], dg, P, filled[l] - seg[l]->base);
 			filled[l] += P;

@@ -20,6 +20,8 @@ void rr_sleep_ns(uint64_t ns);
 int rr_parse_seconds(const char *s, uint64_t *ns);
 /* "[ADDR:]PORT" (bind) or "HOST:PORT" (connect); fills a sockaddr_in/in6 */
 int rr_parse_udp(const char *s, bool need_host, struct sockaddr_storage *ss, socklen_t *len);
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of ss with the given port */
+void rr_sockaddr_str(const struct sockaddr_storage *ss, unsigned port, char *out, size_t len);
 void rr_put_le64(uint8_t *p, uint64_t v);
 uint64_t rr_get_le64(const uint8_t *p);
 static inline uint32_t rr_get_le32(const uint8_t *p)

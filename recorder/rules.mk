@@ -28,3 +28,14 @@ SDNOTIFY_OBJS := $(BUILD)/obj/recorder/sdnotify.o
 $(BUILD)/obj/recorder/metrics.o: recorder/metrics.h
 $(BUILD)/obj/recorder/sdnotify.o: recorder/sdnotify.h
 SYSTEMD_UNITS += recorder/recfsd@.service.in
+
+# recfsd: the station daemon on the engine, with its VSI-S control (vsis.c)
+# and its metrics (metrics.c)
+VSIS_OBJS := $(BUILD)/obj/recorder/vsis.o
+RECFSD_OBJS := $(patsubst %,$(BUILD)/obj/recorder/%.o,recfsd ctl rdmetrics)
+$(RECFSD_OBJS): recorder/recfsd.h recorder/vsis.h recorder/metrics.h recorder/sdnotify.h
+$(VSIS_OBJS): recorder/vsis.h
+PROGS += $(BUILD)/bin/recfsd
+$(BUILD)/bin/recfsd: $(RECFSD_OBJS) $(VSIS_OBJS) $(MX_OBJS) $(SDNOTIFY_OBJS) $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(AIO_LIBS) $(THREAD_LIBS)

@@ -373,7 +373,7 @@ static int64_t wr_seg(struct rr *r, struct wr_ctx *w, struct rr_seg *s)
 				 * the rest, as fio requeues a residual; no progress
 				 * at all is an error, below */
 				sl->wrote += (uint32_t)res;
-				ms->short_writes++;
+				rr_stat_add(&ms->short_writes, 1);
 				wr_prep(r, sl);
 				pending[npending++] = &sl->cb;
 				inflight[sl->member]++;
@@ -382,11 +382,12 @@ static int64_t wr_seg(struct rr *r, struct wr_ctx *w, struct rr_seg *s)
 			}
 			/* one write per request, from its first submission */
 			uint64_t lat = rr_mono_ns() - sl->t_submit;
-			ms->writes++;
-			ms->sum_ns += lat;
-			if (lat > ms->max_ns)
-				ms->max_ns = lat;
+			rr_stat_add(&ms->writes, 1);
+			rr_stat_add(&ms->sum_ns, lat);
+			if (lat > atomic_load_explicit(&ms->max_ns, memory_order_relaxed))
+				atomic_store_explicit(&ms->max_ns, lat, memory_order_relaxed);
 			if (res != (long)left) {
+				rr_stat_add(&ms->errors, 1);
 				if (!failed || r->err_errno == 0) {
 					r->err_member = (int)sl->member;
 					r->err_errno = res < 0 ? (int)-res : EIO;

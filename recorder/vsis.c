@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * VSI-S over TCP (vsis.h): the statement parser, the reply writer, and a
+ * one-thread poll() server.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vsis.h"
+
+/* --------------------------------------------------------------- parser */
+static char *vs_trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+		*--e = 0;
+	return s;
+}
+
+int vs_parse(char *stmt, struct vs_req *req, char *why, size_t whylen)
+{
+	memset(req, 0, sizeof(*req));
+	char *sep = strpbrk(stmt, "=?");
+	char *kw = stmt;
+	if (sep) {
+		req->query = *sep == '?';
+		*sep = 0;
+	}
+	kw = vs_trim(kw);
+	size_t kl = strlen(kw);
+	if (kl == 0 || kl >= VS_KEYWORD_MAX) {
+		snprintf(why, whylen, kl ? "keyword longer than %d bytes" : "no keyword", VS_KEYWORD_MAX - 1);
+		snprintf(req->keyword, sizeof(req->keyword), "%s", kl ? "error" : "error");
+		return 3;
+	}
+	for (size_t i = 0; i < kl; i++)
+		if (!isalnum((unsigned char)kw[i]) && kw[i] != '_') {
+			snprintf(why, whylen, "a keyword is letters, digits and '_'");
+			snprintf(req->keyword, sizeof(req->keyword), "error");
+			return 3;
+		}
+	memcpy(req->keyword, kw, kl + 1);
+	if (!sep) {
+		snprintf(why, whylen, "no '=' or '?' after the keyword");
+		return 3;
+	}
+	char *rest = sep + 1;
+	if (!*vs_trim(rest))
+		return 0; /* "record?" or "record=" alone */
+	for (;;) {
+		char *colon = strchr(rest, ':');
+		if (colon)
+			*colon = 0;
+		if (req->nparam == VS_PARAMS_MAX) {
+			snprintf(why, whylen, "more than %d parameters", VS_PARAMS_MAX);
+			return 3;
+		}
+		req->param[req->nparam++] = vs_trim(rest);
+		if (!colon)
+			break;
+		rest = colon + 1;
+	}
+	return 0;
+}
+
+void vs_reply(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields)
+{
+	size_t u = strlen(out);
+	if (u + 1 >= len)
+		return;
+	snprintf(out + u, len - u, "%s!%s %c %d%s%s ;", u ? " " : "", keyword, query ? '?' : '=', rc,
+		 fields && fields[0] ? " : " : "", fields ? fields : "");
+}
+
+/* --------------------------------------------------------------- server */
+struct vs_client {
+	int fd;
+	char in[VS_LINE_MAX + 1];
+	size_t inlen;
+	bool discard;           /* the line was too long: drop to its newline */
+	char *out;
+	size_t outlen, outcap;
+	uint64_t partial_since; /* when the unfinished line began (ms), 0 none */
+};
+
+struct vs_server {
+	int lfd, wake;
+	unsigned port;
+	vs_handler_fn fn;
+	vs_line_end_fn end;
+	void *ctx;
+	pthread_t thr;
+	struct vs_client cl[VS_CLIENTS_MAX];
+};
+
+static uint64_t vs_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void vs_drop(struct vs_client *c)
+{
+	close(c->fd);
+	free(c->out);
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+}
+
+/* queue bytes for the client; false when it has left too much unread */
+static bool vs_queue(struct vs_client *c, const char *p, size_t n)
+{
+	if (c->outlen + n > VS_OUT_MAX)
+		return false;
+	if (c->outlen + n > c->outcap) {
+		size_t cap = c->outcap ? c->outcap : 1024;
+		while (cap < c->outlen + n)
+			cap *= 2;
+		char *o = realloc(c->out, cap);
+		if (!o)
+			return false;
+		c->out = o;
+		c->outcap = cap;
+	}
+	memcpy(c->out + c->outlen, p, n);
+	c->outlen += n;
+	return true;
+}
+
+static bool vs_flush(struct vs_client *c)
+{
+	while (c->outlen) {
+		ssize_t w = send(c->fd, c->out, c->outlen, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+		memmove(c->out, c->out + w, c->outlen - (size_t)w);
+		c->outlen -= (size_t)w;
+	}
+	return true;
+}
+
+/* One whole line: every statement answered, the replies on one line. */
+static bool vs_line(struct vs_server *s, struct vs_client *c, char *line)
+{
+	char out[VS_LINE_MAX * 2] = "", fields[1024], why[128];
+	size_t n = strlen(line);
+	if (n && line[n - 1] == '\r')
+		line[--n] = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
+			vs_reply(out, sizeof(out), "error", false, 3, "control characters in the line");
+			goto out_send;
+		}
+	char *save = NULL;
+	for (char *st = strtok_r(line, ";", &save); st; st = strtok_r(NULL, ";", &save)) {
+		if (!*vs_trim(st))
+			continue;
+		struct vs_req req;
+		int rc = vs_parse(st, &req, why, sizeof(why));
+		if (rc) {
+			vs_reply(out, sizeof(out), req.keyword[0] ? req.keyword : "error", req.query, rc, why);
+			continue;
+		}
+		fields[0] = 0;
+		rc = s->fn(s->ctx, &req, fields, sizeof(fields));
+		vs_reply(out, sizeof(out), req.keyword, req.query, rc, fields);
+	}
+	if (s->end)
+		s->end(s->ctx);
+	if (!out[0])
+		return true; /* an empty line: nothing to answer */
+out_send:
+	strcat(out, "\n");
+	return vs_queue(c, out, strlen(out));
+}
+
+/* Read what the client sent; false to drop it. */
+static bool vs_read(struct vs_server *s, struct vs_client *c)
+{
+	char buf[4096];
+	ssize_t r = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (r == 0)
+		return false; /* gone, maybe mid-line: nothing to do */
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+	for (ssize_t i = 0; i < r; i++) {
+		char ch = buf[i];
+		if (ch == '\n') {
+			if (c->discard) {
+				c->discard = false;
+			} else {
+				c->in[c->inlen] = 0;
+				if (!vs_line(s, c, c->in))
+					return false;
+			}
+			c->inlen = 0;
+			c->partial_since = 0;
+			continue;
+		}
+		if (c->discard)
+			continue;
+		if (ch == 0) { /* NUL cannot be in a line: answer once, drop the line */
+			if (!vs_queue(c, "!error = 3 : NUL byte in the line ;\n", 36))
+				return false;
+			c->discard = true;
+			continue;
+		}
+		if (c->inlen == VS_LINE_MAX) {
+			char msg[96];
+			int m = snprintf(msg, sizeof(msg), "!error = 3 : line longer than %d bytes ;\n", VS_LINE_MAX);
+			if (!vs_queue(c, msg, (size_t)m))
+				return false;
+			c->discard = true;
+			c->inlen = 0;
+			continue;
+		}
+		if (c->inlen == 0)
+			c->partial_since = vs_ms();
+		c->in[c->inlen++] = ch;
+	}
+	return true;
+}
+
+static void *vs_main(void *arg)
+{
+	struct vs_server *s = arg;
+	struct pollfd pf[VS_CLIENTS_MAX + 2];
+	for (;;) {
+		unsigned n = 0;
+		pf[n++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		for (unsigned i = 0; i < VS_CLIENTS_MAX; i++) {
+			struct vs_client *c = &s->cl[i];
+			pf[n++] = (struct pollfd){ .fd = c->fd, .events = (short)(POLLIN | (c->outlen ? POLLOUT : 0)) };
+		}
+		if (poll(pf, n, 1000) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents)
+			break; /* vs_server_stop */
+		if (pf[1].revents & POLLIN) {
+			int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (fd >= 0) {
+				unsigned i;
+				for (i = 0; i < VS_CLIENTS_MAX && s->cl[i].fd >= 0; i++)
+					;
+				if (i == VS_CLIENTS_MAX) {
+					static const char busy[] = "!error = 5 : too many control connections ;\n";
+					ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+					(void)w;
+					close(fd);
+				} else {
+					s->cl[i].fd = fd;
+				}
+			}
+		}
+		uint64_t now = vs_ms();
+		for (unsigned i = 0; i < VS_CLIENTS_MAX; i++) {
+			struct vs_client *c = &s->cl[i];
+			short ev = pf[i + 2].revents;
+			if (c->fd < 0)
+				continue;
+			bool ok = true;
+			if (ev & (POLLIN | POLLHUP | POLLERR))
+				ok = vs_read(s, c);
+			if (ok && c->outlen)
+				ok = vs_flush(c);
+			/* a line begun and abandoned, or replies never read */
+			if (ok && c->partial_since && now - c->partial_since > VS_PARTIAL_TIMEOUT_MS)
+				ok = false;
+			if (!ok)
+				vs_drop(c);
+		}
+	}
+	return NULL;
+}
+
+struct vs_server *vs_server_start(const struct sockaddr_storage *addr, socklen_t len, vs_handler_fn fn,
+				  vs_line_end_fn end, void *ctx, char *err, size_t errlen)
+{
+	struct vs_server *s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	for (unsigned i = 0; i < VS_CLIENTS_MAX; i++)
+		s->cl[i].fd = -1;
+	s->fn = fn;
+	s->end = end;
+	s->ctx = ctx;
+	s->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->lfd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+	if (s->wake < 0 || s->lfd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		goto out_free;
+	}
+	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s->lfd, (const struct sockaddr *)addr, len) || listen(s->lfd, 16)) {
+		snprintf(err, errlen, "cannot listen: %s", strerror(errno));
+		goto out_free;
+	}
+	struct sockaddr_storage got;
+	socklen_t gl = sizeof(got);
+	getsockname(s->lfd, (struct sockaddr *)&got, &gl);
+	s->port = ntohs(got.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&got)->sin6_port
+						  : ((struct sockaddr_in *)&got)->sin_port);
+	int e = pthread_create(&s->thr, NULL, vs_main, s);
+	if (e) {
+		snprintf(err, errlen, "cannot start the control thread: %s", strerror(e));
+		goto out_free;
+	}
+	return s;
+out_free:
+	if (s->lfd >= 0)
+		close(s->lfd);
+	if (s->wake >= 0)
+		close(s->wake);
+	free(s);
+	return NULL;
+}
+
+unsigned vs_server_port(const struct vs_server *s)
+{
+	return s->port;
+}
+
+void vs_server_stop(struct vs_server *s)
+{
+	uint64_t one = 1;
+	ssize_t w = write(s->wake, &one, sizeof(one));
+	(void)w;
+	pthread_join(s->thr, NULL);
+	for (unsigned i = 0; i < VS_CLIENTS_MAX; i++)
+		if (s->cl[i].fd >= 0)
+			vs_drop(&s->cl[i]);
+	close(s->lfd);
+	close(s->wake);
+	free(s);
+}
