@@ -57,7 +57,7 @@ $(LIBRECFS): $(LIB_OBJS)
 
 # ---------------------------------------------------------------- packages
 DEB_PKGS := libfuse3-dev fuse3 libaio-dev libxxhash-dev libcmocka-dev libblkid-dev uuid-dev \
-	fio pkg-config attr python3 util-linux fdisk e2fsprogs xxd clang
+	fio pkg-config attr python3 python3-prometheus-client curl util-linux fdisk e2fsprogs xxd clang
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
