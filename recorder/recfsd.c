@@ -293,24 +293,13 @@ static void usage(FILE *f)
 		"  -h, --help, -V, --version\n");
 }
 
+/* one strict number (fs/lib/util.c); its one-line refusal printed */
 static int rd_num(const char *opt, const char *s, uint64_t *v, bool size, uint64_t lo, uint64_t hi)
 {
-	int err;
-	if (size) {
-		err = recfs_parse_size(s, v);
-	} else {
-		char *end;
-		errno = 0;
-		unsigned long long x = strtoull(s, &end, 10);
-		err = (errno || end == s || *end || s[0] == '-') ? -EINVAL : 0;
-		*v = x;
-	}
-	if (err || *v < lo || *v > hi) {
-		fprintf(stderr, PROG ": %s '%s': want %llu to %llu\n", opt, s, (unsigned long long)lo,
-			(unsigned long long)hi);
-		return -EINVAL;
-	}
-	return 0;
+	int err = size ? recfs_parse_bytes(opt, s, lo, hi, v) : recfs_parse_num(opt, s, lo, hi, v);
+	if (err)
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+	return err;
 }
 
 /* [LABEL=]udp:[ADDR:]PORT */
@@ -366,6 +355,11 @@ static int rd_parse_cpus(struct rd *d, const char *list)
 	int err = 0;
 	if (!copy)
 		return -ENOMEM;
+	if (!list[0] || list[0] == ',' || list[strlen(list) - 1] == ',' || strstr(list, ",,")) {
+		free(copy);
+		fprintf(stderr, PROG ": --cpu '%s': want a comma-separated list of CPU numbers\n", list);
+		return -EINVAL;
+	}
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
 		if (k == RD_MAX_INPUTS || rd_num("--cpu", tok, &v, false, 0, CPU_SETSIZE - 1)) {
@@ -489,10 +483,8 @@ int main(int argc, char **argv)
 				return 1;
 			break;
 		case 'c':
-			if (rr_parse_seconds(optarg, &commit_ns) || commit_ns < 10000000ull ||
-			    commit_ns > 3600000000000ull)
-				return fprintf(stderr, PROG ": --commit-interval '%s': want 0.01 to 3600 seconds\n",
-					       optarg), 1;
+			if (recfs_parse_secs("--commit-interval", optarg, 10000000ull, 3600000000000ull, &commit_ns))
+				return fprintf(stderr, PROG ": %s\n", recfs_errmsg()), 1;
 			break;
 		case 3:
 			if (rd_num("--ready-fd", optarg, &v, false, 0, INT_MAX))
@@ -577,11 +569,14 @@ int main(int argc, char **argv)
 			st->r = r;
 			st->input = i;
 			st->thread = d->nsplit ? (int)d->split_thread[l] : -1;
-			int n = 0;
+			/* built apart: the label lives in the same object as the
+			 * suffix, and snprintf's arguments may not overlap it */
+			char lab[sizeof(in->label) + 1] = "", thr[14] = "";
 			if (d->nin > 1)
-				n += snprintf(st->suffix + n, sizeof(st->suffix) - (size_t)n, "_%s", in->label);
+				snprintf(lab, sizeof(lab), "_%s", in->label);
 			if (d->nsplit)
-				snprintf(st->suffix + n, sizeof(st->suffix) - (size_t)n, "_t%d", st->thread);
+				snprintf(thr, sizeof(thr), "_t%d", st->thread);
+			snprintf(st->suffix, sizeof(st->suffix), "%s%s", lab, thr);
 			d->nst++;
 			r->prog = PROG;
 			r->daemon = true;
