@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "recfs/recfs.h"
+#include "ctl.h"
 
 static const char *prog = "recfs";
 
@@ -37,6 +38,8 @@ static void usage(FILE *f)
 		"  rm [-f] PACK NAME|GLOB...          delete recordings (shell-style globs)\n"
 		"  cat [--offset N] [--length N] [--no-verify] PACK NAME\n"
 		"                                     write a recording to standard output\n"
+		"  ctl [-t SECONDS] [ADDR:PORT] STATEMENT... | -\n"
+		"                                     VSI-S statements to recfsd (127.0.0.1:2620)\n"
 		"  --version, --help\n",
 		prog);
 }
@@ -153,6 +156,8 @@ static int cmd_ls(int argc, char **argv)
 		usage(stderr);
 		return 16;
 	}
+	if (recfs_spec_check_output(argv[optind], "standard output", "(redirected)", 1))
+		return die("%s", recfs_errmsg());
 	if (open_pack(argv[optind], 0, &p))
 		return 1;
 	if (json)
@@ -314,12 +319,12 @@ static int cmd_cat(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			if (recfs_parse_size(optarg, &off))
-				return die("--offset '%s' is not a byte count", optarg);
+			if (recfs_parse_bytes("--offset", optarg, 0, UINT64_MAX, &off))
+				return die("%s", recfs_errmsg());
 			break;
 		case 'n':
-			if (recfs_parse_size(optarg, &len))
-				return die("--length '%s' is not a byte count", optarg);
+			if (recfs_parse_bytes("--length", optarg, 0, UINT64_MAX, &len))
+				return die("%s", recfs_errmsg());
 			break;
 		case 'N': flags = 0; break;
 		default: usage(stderr); return 16;
@@ -329,6 +334,8 @@ static int cmd_cat(int argc, char **argv)
 		usage(stderr);
 		return 16;
 	}
+	if (recfs_spec_check_output(argv[optind], "standard output", "(redirected)", 1))
+		return die("%s", recfs_errmsg());
 	if (open_pack(argv[optind], 0, &p))
 		return 1;
 	if (recfs_rec_lookup(p, argv[optind + 1], &r)) {
@@ -408,6 +415,8 @@ int main(int argc, char **argv)
 		return cmd_rm(argc - 1, argv + 1);
 	if (!strcmp(cmd, "cat"))
 		return cmd_cat(argc - 1, argv + 1);
+	if (!strcmp(cmd, "ctl"))
+		return recfs_ctl_main(argc - 1, argv + 1);
 	die("unknown command '%s' (try --help)", cmd);
 	return 16;
 }

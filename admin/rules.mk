@@ -1,4 +1,5 @@
 PROGS += $(BUILD)/bin/recfs
-$(BUILD)/bin/recfs: $(BUILD)/obj/admin/recfs.o $(LIBRECFS)
+$(BUILD)/obj/admin/recfs.o $(BUILD)/obj/admin/ctl.o: admin/ctl.h
+$(BUILD)/bin/recfs: $(BUILD)/obj/admin/recfs.o $(BUILD)/obj/admin/ctl.o $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)

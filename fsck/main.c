@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,9 +179,16 @@ int main(int argc, char **argv)
 		case 'K': o.verify = true; break;
 		case 'P': progress_fd = 2; break;
 		case 'C':
-			progress_fd = optarg ? atoi(optarg) : 2;
-			if (progress_fd == 0)
-				progress_fd = 1;
+			if (optarg) {
+				uint64_t fd;
+				if (recfs_parse_num("-C", optarg, 0, INT_MAX, &fd)) {
+					fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
+					return RECFS_FSCK_USAGE;
+				}
+				progress_fd = fd ? (int)fd : 1;
+			} else {
+				progress_fd = 2;
+			}
 			break;
 		case 'h': fsck_usage(stdout); return 0;
 		case 'V': printf("fsck.recfs (recfs) %s\n", RECFS_VERSION_STRING); return 0;

@@ -75,16 +75,15 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "c:n:L:fqVh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			if (recfs_parse_size(optarg, &v) || v > RECFS_CHUNK_MAX || v < RECFS_CHUNK_MIN ||
-			    (v & (v - 1)))
-				return die(1, "chunk size '%s' is not a power of two from 64K to 64M",
-					   optarg);
+			if (recfs_parse_bytes("-c/--chunk-size", optarg, RECFS_CHUNK_MIN, RECFS_CHUNK_MAX, &v))
+				return die(1, "%s", recfs_errmsg());
+			if (v & (v - 1))
+				return die(1, "-c/--chunk-size '%s': not a power of two; want 64K to 64M", optarg);
 			o.chunk_size = (uint32_t)v;
 			break;
 		case 'n':
-			if (recfs_parse_size(optarg, &v) || v < 1 || v > RECFS_DIR_MAX)
-				return die(1, "max recordings '%s' is not a number from 1 to 16777216",
-					   optarg);
+			if (recfs_parse_num("-n/--max-recordings", optarg, 1, RECFS_DIR_MAX, &v))
+				return die(1, "%s", recfs_errmsg());
 			o.dir_capacity = (uint32_t)v;
 			break;
 		case 'L':

@@ -27,17 +27,6 @@ void rr_sleep_ns(uint64_t ns)
 		;
 }
 
-int rr_parse_seconds(const char *s, uint64_t *ns)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || v < 0 || v > 1e9)
-		return -EINVAL;
-	*ns = (uint64_t)(v * 1e9);
-	return 0;
-}
-
 void rr_sockaddr_str(const struct sockaddr_storage *ss, unsigned port, char *out, size_t len)
 {
 	char host[INET6_ADDRSTRLEN] = "?";
@@ -71,16 +60,15 @@ int rr_parse_udp(const char *s, bool need_host, struct sockaddr_storage *ss, soc
 	}
 	if (need_host && !host[0])
 		return -EINVAL;
-	char *end;
-	long p = strtol(port, &end, 10);
-	if (!*port || *end || p < 0 || p > 65535 || (need_host && p == 0))
+	uint64_t p;
+	if (recfs_parse_num("port", port, need_host ? 1 : 0, 65535, &p))
 		return -EINVAL;
 
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_DGRAM,
 				  .ai_flags = need_host ? 0 : AI_PASSIVE };
 	struct addrinfo *res = NULL;
 	char pstr[8];
-	snprintf(pstr, sizeof(pstr), "%ld", p);
+	snprintf(pstr, sizeof(pstr), "%u", (unsigned)p);
 	if (getaddrinfo(host[0] ? host : NULL, pstr, &hints, &res) || !res)
 		return -EADDRNOTAVAIL;
 	/* prefer IPv4 for the wildcard so a v4 sender reaches us */

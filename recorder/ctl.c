@@ -355,10 +355,8 @@ static int rd_mtu(struct rd *d, bool query, unsigned np, char *const *p, struct 
 		rd_field(o, "%u", d->mtu ? d->mtu : 9000);
 		return 0;
 	}
-	char *end;
-	errno = 0;
-	unsigned long v = np == 1 ? strtoul(p[0], &end, 10) : 0;
-	if (np != 1 || errno || end == p[0] || *end || p[0][0] == '-' || v < 64 || v > 65535) {
+	uint64_t v;
+	if (np != 1 || recfs_parse_num("mtu", p[0], 64, 65535, &v)) {
 		rd_field(o, "mtu = 64 to 65535");
 		return 8;
 	}

@@ -259,6 +259,14 @@ static int pl_connect(struct pl *pl)
 	return 0;
 }
 
+/* A refused option value: the parser's one line (fs/lib/util.c). */
+static int pl_opt(int err)
+{
+	if (err)
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -289,47 +297,47 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'u': pl.udp = optarg; break;
 		case 'r':
-			if (recfs_parse_size(optarg, &pl.rate))
-				return fprintf(stderr, PROG ": --rate: invalid '%s'\n", optarg), 1;
+			if (pl_opt(recfs_parse_bytes("--rate", optarg, 0, 1ull << 40, &pl.rate)))
+				return 1;
 			break;
 		case 'P':
-			if (recfs_parse_size(optarg, &v) || v == 0 || v > 65507)
-				return fprintf(stderr, PROG ": --packet-size: 1..65507\n"), 1;
+			if (pl_opt(recfs_parse_bytes("--packet-size", optarg, 1, 65507, &v)))
+				return 1;
 			pl.packet_size = (uint32_t)v;
 			break;
 		case 1: pl.sequence = true; break;
 		case 2: pl.verify = true; break;
 		case 3:
-			if (recfs_parse_size(optarg, &pl.sndbuf))
-				return fprintf(stderr, PROG ": --sndbuf: invalid '%s'\n", optarg), 1;
+			if (pl_opt(recfs_parse_bytes("--sndbuf", optarg, 4096, 1ull << 31, &pl.sndbuf)))
+				return 1;
 			break;
 		case 'g':
 			if (pl_kind(optarg, &pl.gen))
 				return fprintf(stderr, PROG ": --gen: '%s' is not counter or vdif\n", optarg), 1;
 			break;
 		case 4:
-			if (recfs_parse_size(optarg, &v) || v == 0 || v > 65507)
-				return fprintf(stderr, PROG ": --frame-size: 1..65507\n"), 1;
+			if (pl_opt(recfs_parse_bytes("--frame-size", optarg, 1, 65507, &v)))
+				return 1;
 			pl.frame_size = (uint32_t)v;
 			break;
 		case 5:
-			if (recfs_parse_size(optarg, &v) || v == 0 || v > RR_VDIF_MAX_THREADS)
-				return fprintf(stderr, PROG ": --threads: 1..1024\n"), 1;
+			if (pl_opt(recfs_parse_num("--threads", optarg, 1, RR_VDIF_MAX_THREADS, &v)))
+				return 1;
 			pl.threads = (uint32_t)v;
 			break;
 		case 6:
-			if (recfs_parse_size(optarg, &v) || v == 0 || v > (1u << 24))
-				return fprintf(stderr, PROG ": --frame-rate: 1..16777216\n"), 1;
+			if (pl_opt(recfs_parse_num("--frame-rate", optarg, 1, 1u << 24, &v)))
+				return 1;
 			pl.fps = (uint32_t)v;
 			break;
 		case 7: pl.legacy = true; break;
 		case 'd':
-			if (rr_parse_seconds(optarg, &pl.duration_ns))
-				return fprintf(stderr, PROG ": --duration: invalid '%s'\n", optarg), 1;
+			if (pl_opt(recfs_parse_secs("--duration", optarg, 1000000ull, RR_SECS_MAX, &pl.duration_ns)))
+				return 1;
 			break;
 		case 's':
-			if (recfs_parse_size(optarg, &pl.size))
-				return fprintf(stderr, PROG ": --size: invalid '%s'\n", optarg), 1;
+			if (pl_opt(recfs_parse_bytes("--size", optarg, 1, 1ull << 60, &pl.size)))
+				return 1;
 			break;
 		case 8:
 			if (pl_kind(optarg, &pl.check))

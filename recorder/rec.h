@@ -16,8 +16,8 @@
 /* ------------------------------------------------------------- helpers */
 uint64_t rr_mono_ns(void);
 void rr_sleep_ns(uint64_t ns);
-/* "1.5" seconds -> ns; -EINVAL on junk */
-int rr_parse_seconds(const char *s, uint64_t *ns);
+/* the longest duration a tool takes: a year */
+#define RR_SECS_MAX (366ull * 86400 * 1000000000ull)
 /* "[ADDR:]PORT" (bind) or "HOST:PORT" (connect); fills a sockaddr_in/in6 */
 int rr_parse_udp(const char *s, bool need_host, struct sockaddr_storage *ss, socklen_t *len);
 /* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of ss with the given port */

@@ -82,20 +82,11 @@ static void usage(FILE *f)
 		"  -h, --help, -V, --version\n");
 }
 
-static int rr_num(const char *opt, const char *s, uint64_t *v, bool size)
+/* A refused option value: the parser's one line (fs/lib/util.c). */
+static int rr_opt(int err)
 {
-	int err;
-	if (size) {
-		err = recfs_parse_size(s, v);
-	} else {
-		char *end;
-		errno = 0;
-		unsigned long long x = strtoull(s, &end, 10);
-		err = (errno || end == s || *end || s[0] == '-') ? -EINVAL : 0;
-		*v = x;
-	}
 	if (err)
-		fprintf(stderr, PROG ": %s: invalid value '%s'\n", opt, s);
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 	return err;
 }
 
@@ -156,60 +147,61 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'P':
-			if (rr_num("--packet-size", optarg, &v, true) || v == 0 || v > 65507)
-				return fprintf(stderr, PROG ": --packet-size: 1..65507\n"), RR_EXIT_NOTHING;
+			if (rr_opt(recfs_parse_bytes("--packet-size", optarg, 1, 65507, &v)))
+				return RR_EXIT_NOTHING;
 			r->packet_size = (uint32_t)v;
 			break;
 		case 'S':
-			if (rr_num("--strip", optarg, &v, false) || v > 64)
-				return fprintf(stderr, PROG ": --strip: 0..64\n"), RR_EXIT_NOTHING;
+			if (rr_opt(recfs_parse_num("--strip", optarg, 0, 64, &v)))
+				return RR_EXIT_NOTHING;
 			r->strip = (uint32_t)v;
 			break;
 		case 1:
-			if (rr_num("--rcvbuf", optarg, &r->rcvbuf, true))
+			if (rr_opt(recfs_parse_bytes("--rcvbuf", optarg, 4096, 1ull << 31, &r->rcvbuf)))
 				return RR_EXIT_NOTHING;
 			break;
 		case 2:
-			if (rr_num("--frame-size", optarg, &v, true) || v == 0 || v > (64u << 20))
-				return fprintf(stderr, PROG ": --frame-size: 1..64M\n"), RR_EXIT_NOTHING;
+			if (rr_opt(recfs_parse_bytes("--frame-size", optarg, 1, 64u << 20, &v)))
+				return RR_EXIT_NOTHING;
 			r->frame_size = (uint32_t)v;
 			sizes_set = true;
 			break;
 		case 3:
-			if (rr_num("--threads", optarg, &v, false) || v == 0 || v > RR_VDIF_MAX_THREADS)
-				return fprintf(stderr, PROG ": --threads: 1..1024\n"), RR_EXIT_NOTHING;
+			if (rr_opt(recfs_parse_num("--threads", optarg, 1, RR_VDIF_MAX_THREADS, &v)))
+				return RR_EXIT_NOTHING;
 			r->threads = (uint32_t)v;
 			break;
 		case 4:
-			if (rr_num("--frame-rate", optarg, &v, false) || v == 0 || v > (1u << 24))
-				return fprintf(stderr, PROG ": --frame-rate: 1..16777216\n"), RR_EXIT_NOTHING;
+			if (rr_opt(recfs_parse_num("--frame-rate", optarg, 1, 1u << 24, &v)))
+				return RR_EXIT_NOTHING;
 			r->fps = (uint32_t)v;
 			break;
 		case 5: r->legacy = true; break;
 		case 6:
-			if (rr_num("--rate", optarg, &r->rate, true))
+			if (rr_opt(recfs_parse_bytes("--rate", optarg, 0, 1ull << 40, &r->rate)))
 				return RR_EXIT_NOTHING;
 			break;
 		case 'd':
-			if (rr_parse_seconds(optarg, &r->duration_ns) || !r->duration_ns)
-				return fprintf(stderr, PROG ": --duration: invalid '%s'\n", optarg), RR_EXIT_NOTHING;
+			if (rr_opt(recfs_parse_secs("--duration", optarg, 1000000ull, RR_SECS_MAX, &r->duration_ns)))
+				return RR_EXIT_NOTHING;
 			break;
 		case 's':
-			if (rr_num("--size", optarg, &r->size_limit, true) || !r->size_limit)
+			if (rr_opt(recfs_parse_bytes("--size", optarg, 1, 1ull << 60, &r->size_limit)))
 				return RR_EXIT_NOTHING;
 			break;
 		case 'Q':
-			if (rr_num("--queue-depth", optarg, &v, false) || v == 0 || v > 256)
-				return fprintf(stderr, PROG ": --queue-depth: 1..256\n"), RR_EXIT_NOTHING;
+			if (rr_opt(recfs_parse_num("--queue-depth", optarg, 1, 256, &v)))
+				return RR_EXIT_NOTHING;
 			r->qd = (uint32_t)v;
 			break;
 		case 'b':
-			if (rr_num("--buffer", optarg, &r->buffer, true))
+			if (rr_opt(recfs_parse_bytes("--buffer", optarg, 1u << 20, 1ull << 40, &r->buffer)))
 				return RR_EXIT_NOTHING;
 			break;
 		case 'c':
-			if (rr_parse_seconds(optarg, &r->commit_ns) || r->commit_ns < 10000000ull)
-				return fprintf(stderr, PROG ": --commit-interval: at least 0.01 s\n"), RR_EXIT_NOTHING;
+			if (rr_opt(recfs_parse_secs("--commit-interval", optarg, 10000000ull, 3600000000000ull,
+						    &r->commit_ns)))
+				return RR_EXIT_NOTHING;
 			break;
 		case 7: r->progress = 1; break;
 		case 'q': r->quiet = true; break;
@@ -249,6 +241,13 @@ int main(int argc, char **argv)
 		return RR_EXIT_NOTHING;
 	}
 	if (recfs_name_check(r->name)) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+		return RR_EXIT_NOTHING;
+	}
+	/* a typo must not write statistics over a member */
+	if (r->stats_json && recfs_spec_check_output(r->pack_spec, "--stats-json",
+						     strcmp(r->stats_json, "-") ? r->stats_json : "(standard output)",
+						     strcmp(r->stats_json, "-") ? -1 : 1)) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 		return RR_EXIT_NOTHING;
 	}

@@ -28,7 +28,7 @@ int main(int argc, char **argv)
 	uint64_t idle_ns = 1000000000ull;
 
 	if (argc < 2 || rr_parse_udp(argv[1], false, &ss, &len) ||
-	    (argc > 2 && rr_parse_seconds(argv[2], &idle_ns))) {
+	    (argc > 2 && recfs_parse_secs("IDLE_SECONDS", argv[2], 1000000ull, RR_SECS_MAX, &idle_ns))) {
 		fprintf(stderr, "usage: recfs-udpsink [ADDR:]PORT [IDLE_SECONDS]\n");
 		return 1;
 	}

@@ -55,13 +55,6 @@ static void usage(FILE *out)
 	    prog);
 }
 
-static int parse_uint(const char *v, unsigned base, unsigned long *out)
-{
-	char *end;
-	errno = 0;
-	*out = strtoul(v, &end, (int)base);
-	return (errno || !*v || *end) ? -EINVAL : 0;
-}
 
 /* A numeric option into c->o: 1 if name is one (n = 1), -EINVAL on a bad
  * value, 0 if name is not numeric. */
@@ -82,12 +75,25 @@ static int numopt(const char *name, const char *v, unsigned long *n, struct rm_c
 	    {"threads", 10, 1, 1024},
 	    {"max_background", 10, 1, 65535},
 	};
-	unsigned long val;
+	uint64_t val;
 	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		if (strcmp(name, t[i].name))
 			continue;
-		if (parse_uint(v, t[i].base, &val) || val < t[i].lo || val > t[i].hi) {
-			fprintf(stderr, "%s: option %s: bad value '%s'\n", prog, name, v);
+		char what[48];
+		snprintf(what, sizeof(what), "option %s", name);
+		int err;
+		if (t[i].base == 8) { /* umask: octal digits, at most 0777 */
+			val = 0;
+			err = *v && !v[strspn(v, "01234567")] && strlen(v) <= 4 ? 0 : -EINVAL;
+			for (const char *q = v; !err && *q; q++)
+				val = val * 8 + (uint64_t)(*q - '0');
+			if (err || val > t[i].hi)
+				err = recfs_seterr(-EINVAL, "%s '%s': not an octal number from 0 to 0777", what, v);
+		} else {
+			err = recfs_parse_num(what, v, t[i].lo, t[i].hi, &val);
+		}
+		if (err) {
+			fprintf(stderr, "%s: %s\n", prog, recfs_errmsg());
 			*n = 0;
 			return -EINVAL;
 		}

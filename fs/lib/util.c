@@ -2,6 +2,8 @@
 /* Errors, aligned buffers, sizes, times, PACK specs. */
 #include <stdarg.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <time.h>
 #include <uuid/uuid.h>
@@ -15,13 +17,17 @@ const char *recfs_errmsg(void)
 	return errmsg;
 }
 
+/* Formatted into a copy first: a message may quote the one it replaces
+ * (recfs_seterr(err, "deleting '%s': %s", name, recfs_errmsg())). */
 int recfs_seterr(int err, const char *fmt, ...)
 {
+	char tmp[sizeof(errmsg)];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(errmsg, sizeof(errmsg), fmt, ap);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
+	memcpy(errmsg, tmp, sizeof(errmsg));
 	return err;
 }
 
@@ -58,38 +64,160 @@ uint64_t recfs_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int recfs_parse_size(const char *s, uint64_t *out)
+/* ------------------------------------------------------------ numbers */
+/*
+ * One parser for every number a person or a control line gives a tool:
+ * plain decimal digits, nothing before or after them (no sign, space, 0x,
+ * exponent, NaN or infinity), no overflow; a size may end in K, M, G or T
+ * (powers of 1024, then an optional "i" and "B"); seconds may have up to
+ * nine decimals.  Each failure is one line naming what was given.
+ */
+static int num_digits(const char *s, const char **end, uint64_t *v)
 {
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
+	uint64_t x = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (x > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -ERANGE;
+		x = x * 10 + (uint64_t)(*p - '0');
+	}
+	*end = p;
+	*v = x;
+	return p == s ? -EINVAL : 0;
+}
 
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	if (*end) {
+static void num_secs_str(uint64_t ns, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%llu.%09llu", (unsigned long long)(ns / 1000000000ull),
+			 (unsigned long long)(ns % 1000000000ull));
+	while (n > 0 && buf[n - 1] == '0')
+		buf[--n] = 0;
+	if (n > 0 && buf[n - 1] == '.')
+		buf[--n] = 0;
+}
+
+static int num_refuse(int err, const char *what, const char *s, const char *why, const char *lo,
+		      const char *hi, const char *unit)
+{
+	return recfs_seterr(err, "%s '%.40s'%s: %s; want %s to %s%s", what, s ? s : "",
+			    s && strlen(s) > 40 ? "..." : "", why, lo, hi, unit);
+}
+
+/* a byte count the way a size option takes it: 64K, 1G, 1000 */
+static void num_bytes_str(uint64_t v, char *buf, size_t len)
+{
+	static const char sfx[] = "KMGT";
+	int k = -1;
+	while (k < 3 && v && v % 1024 == 0) {
+		v /= 1024;
+		k++;
+	}
+	snprintf(buf, len, "%llu%.*s", (unsigned long long)v, k >= 0, k >= 0 ? &sfx[k] : "");
+}
+
+enum num_kind { NUM_PLAIN, NUM_BYTES, NUM_SECS };
+
+static int num_range(const char *what, const char *s, int err, uint64_t v, uint64_t lo, uint64_t hi,
+		     enum num_kind kind)
+{
+	char a[32], b[32];
+	if (kind == NUM_SECS) {
+		num_secs_str(lo, a, sizeof(a));
+		num_secs_str(hi, b, sizeof(b));
+	} else if (kind == NUM_BYTES) {
+		num_bytes_str(lo, a, sizeof(a));
+		num_bytes_str(hi, b, sizeof(b));
+	} else {
+		snprintf(a, sizeof(a), "%llu", (unsigned long long)lo);
+		snprintf(b, sizeof(b), "%llu", (unsigned long long)hi);
+	}
+	bool secs = kind == NUM_SECS;
+	const char *unit = secs ? " seconds" : "";
+	if (err == -ERANGE)
+		return num_refuse(-ERANGE, what, s, "too large", a, b, unit);
+	if (err)
+		return num_refuse(-EINVAL, what, s, "not a number", a, b, unit);
+	if (v < lo || v > hi)
+		return num_refuse(-ERANGE, what, s, v < lo ? "too small" : "too large", a, b, unit);
+	return 0;
+}
+
+int recfs_parse_num(const char *what, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	const char *end = s;
+	uint64_t v = 0;
+	int err = s ? num_digits(s, &end, &v) : -EINVAL;
+	if (!err && *end)
+		err = -EINVAL;
+	if ((err = num_range(what, s, err, v, lo, hi, NUM_PLAIN)))
+		return err;
+	*out = v;
+	return 0;
+}
+
+int recfs_parse_bytes(const char *what, const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	const char *end = s;
+	uint64_t v = 0, mul = 1;
+	int err = s ? num_digits(s, &end, &v) : -EINVAL;
+	if (!err && *end) {
 		switch (*end) {
 		case 'k': case 'K': mul = 1ull << 10; break;
 		case 'm': case 'M': mul = 1ull << 20; break;
 		case 'g': case 'G': mul = 1ull << 30; break;
 		case 't': case 'T': mul = 1ull << 40; break;
-		default: return -EINVAL;
+		default: err = -EINVAL; break;
 		}
-		end++;
-		if (*end == 'i')
+		if (!err) {
 			end++;
-		if (*end == 'B' || *end == 'b')
-			end++;
-		if (*end)
-			return -EINVAL;
+			if (*end == 'i')
+				end++;
+			if (*end == 'B' || *end == 'b')
+				end++;
+			if (*end)
+				err = -EINVAL;
+			else if (v > UINT64_MAX / mul)
+				err = -ERANGE;
+		}
 	}
-	if (v > UINT64_MAX / mul)
-		return -ERANGE;
+	if ((err = num_range(what, s, err, err ? 0 : v * mul, lo, hi, NUM_BYTES)))
+		return err;
 	*out = v * mul;
 	return 0;
+}
+
+int recfs_parse_secs(const char *what, const char *s, uint64_t lo_ns, uint64_t hi_ns, uint64_t *ns)
+{
+	const char *end = s;
+	uint64_t whole = 0, frac = 0;
+	int err = s ? num_digits(s, &end, &whole) : -EINVAL;
+	if (!err && *end == '.') {
+		const char *f = end + 1;
+		unsigned k = 0;
+		for (end = f; *end >= '0' && *end <= '9'; end++, k++)
+			if (k < 9)
+				frac = frac * 10 + (uint64_t)(*end - '0');
+			else if (*end != '0')
+				err = -EINVAL; /* finer than a nanosecond */
+		if (end == f)
+			err = -EINVAL;
+		for (; k < 9; k++)
+			frac *= 10;
+	}
+	if (!err && *end)
+		err = -EINVAL;
+	if (!err && whole > (UINT64_MAX - frac) / 1000000000ull)
+		err = -ERANGE;
+	uint64_t v = err ? 0 : whole * 1000000000ull + frac;
+	if ((err = num_range(what, s, err, v, lo_ns, hi_ns, NUM_SECS)))
+		return err;
+	*ns = v;
+	return 0;
+}
+
+int recfs_parse_size(const char *s, uint64_t *out)
+{
+	return recfs_parse_bytes("size", s, 0, UINT64_MAX, out);
 }
 
 const char *recfs_fmt_size(uint64_t b, char *buf, size_t len)
@@ -213,6 +341,54 @@ int recfs_spec_from_args(int argc, char *const argv[], char ***paths, unsigned *
 	return 0;
 }
 
+/* The whole disk a block device belongs to (itself when it is one). */
+static dev_t whole_disk(dev_t d)
+{
+	char p[96], buf[32];
+	unsigned maj, min;
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/partition", major(d), minor(d));
+	if (access(p, F_OK))
+		return d;
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/../dev", major(d), minor(d));
+	FILE *f = fopen(p, "r");
+	if (!f)
+		return d;
+	bool ok = fgets(buf, sizeof(buf), f) && sscanf(buf, "%u:%u", &maj, &min) == 2;
+	fclose(f);
+	return ok ? makedev(maj, min) : d;
+}
+
+/* Do a and b name the same storage: the same file, the same block device,
+ * or a disk and one of its partitions? */
+static bool same_storage(const struct stat *a, const struct stat *b)
+{
+	if (S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode))
+		return a->st_rdev == b->st_rdev || whole_disk(a->st_rdev) == b->st_rdev ||
+		       a->st_rdev == whole_disk(b->st_rdev);
+	return !S_ISBLK(a->st_mode) && !S_ISBLK(b->st_mode) && a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+int recfs_spec_check_output(const char *spec, const char *what, const char *path, int fd)
+{
+	struct stat out, st;
+	char **paths;
+	unsigned n;
+	int err;
+
+	if (fd >= 0 ? fstat(fd, &out) : stat(path, &out))
+		return 0; /* a file that does not exist yet is no member */
+	if (!S_ISREG(out.st_mode) && !S_ISBLK(out.st_mode))
+		return 0; /* a pipe, a terminal, /dev/null */
+	if ((err = recfs_spec_split(spec, &paths, &n)))
+		return err;
+	for (unsigned i = 0; i < n && !err; i++)
+		if (stat(paths[i], &st) == 0 && same_storage(&out, &st))
+			err = recfs_seterr(-EEXIST, "%s %s is member %s of the pack: refusing to write over it",
+					   what, path, paths[i]);
+	recfs_spec_free(paths, n);
+	return err;
+}
+
 int recfs_paths_distinct(char *const paths[], unsigned n)
 {
 	struct stat *st = calloc(n ? n : 1, sizeof(*st));
@@ -226,9 +402,7 @@ int recfs_paths_distinct(char *const paths[], unsigned n)
 			break;
 		}
 		for (unsigned j = 0; j < i; j++) {
-			bool same = S_ISBLK(st[i].st_mode) && S_ISBLK(st[j].st_mode)
-					    ? st[i].st_rdev == st[j].st_rdev
-					    : st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino;
+			bool same = same_storage(&st[i], &st[j]);
 			if (!strcmp(paths[i], paths[j]))
 				ret = recfs_seterr(-EINVAL, "%s is named twice", paths[i]);
 			else if (same)

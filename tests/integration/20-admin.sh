@@ -60,7 +60,7 @@ check "cat into a closed pipe exits quietly" bash -c "recfs cat '$PACK' scan1 | 
 
 refused "cat of an unknown name" "no recording named 'nope'" recfs cat "$PACK" nope
 refused "cat past the end" "offset 4000000 is past the end of 'scan1'" recfs cat --offset 4000000 "$PACK" scan1
-refused "cat with a bad offset" "--offset 'x1' is not a byte count" recfs cat --offset x1 "$PACK" scan1
+refused "cat with a bad offset" "--offset 'x1': not a number" recfs cat --offset x1 "$PACK" scan1
 expect_err "unknown command" 16 "unknown command 'frob'" recfs frob "$PACK"
 
 # pack naming errors, in every tool that opens a pack

@@ -30,8 +30,8 @@ refused "--packet-size on stdin" "--packet-size and --strip apply to udp input o
 refused "--rate on stdin" "--rate paces the gen: inputs only" $R --rate 1M "$PACK" z </dev/null
 refused "vdif frame not a multiple of 8" "--frame-size 1001 is not usable" $R -i gen:vdif --frame-size 1001 "$PACK" z
 refused "missing NAME" "expected PACK and NAME" $R "$PACK"
-refused "bad size" "--size: invalid value 'lots'" $R --size lots "$PACK" z
-refused "zero queue depth" "--queue-depth: 1..256" $R -Q 0 "$PACK" z
+refused "bad size" "--size 'lots': not a number; want 1 to " $R --size lots "$PACK" z
+refused "zero queue depth" "--queue-depth '0': too small; want 1 to 256" $R -Q 0 "$PACK" z
 
 # UDP: port in use
 PORT=$(free_port)

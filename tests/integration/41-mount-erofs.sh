@@ -94,7 +94,7 @@ fi
 check "--help" bash -c "recfs-mount --help | grep -q 'Usage: recfs-mount'"
 check "--version" bash -c "recfs-mount --version | grep -q '^recfs-mount [0-9]'"
 refused "unknown option refused" "unknown option 'bogus'" recfs-mount -f -o bogus "$PACK" "$M"
-refused "bad uid refused" "option uid: bad value" recfs-mount -f -o uid=x "$PACK" "$M"
+refused "bad uid refused" "option uid 'x': not a number; want 0 to 4294967295" recfs-mount -f -o uid=x "$PACK" "$M"
 refused "missing mount point refused" "mount point $T_DIR/nodir" recfs-mount -f "$PACK" "$T_DIR/nodir"
 refused "not a pack refused" "src: not a recfs member" recfs-mount -f "$T_DIR/src" "$M"
 check "nothing left mounted" bash -c "! mountpoint -q '$M'"

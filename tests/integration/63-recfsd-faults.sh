@@ -43,9 +43,13 @@ expect_reply "full: a new scan is refused with the reason" "record=on:more" '!re
 alloc=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; r=[x for x in json.load(sys.stdin) if x["name"]=="big"][0]; print(r["state"], r["size"], r["allocated"])')
 check "full: big sealed at the last byte that fits ($alloc)" awk '{exit !($1=="sealed" && $2==$3 && $2>0)}' <<<"$alloc"
 check "full: big is whole and in order" counter_ok big
+kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
 expect_reply "full: delete=big frees the space" "delete=big" '!delete = 0 ;'
+recfs-play -q --gen counter --udp "127.0.0.1:$port" --rate 1M --duration 30 &
+ppid=$!
+cleanup_add "kill $ppid"
 expect_reply "full: scans are taken again" "record=on:more" '!record = 0 ;'
-sleep 0.3
+sleep 0.5
 expect_reply "full: record=off" "record=off" '!record = 0 ;'
 kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
 stop_recfsd

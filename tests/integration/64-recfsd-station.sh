@@ -61,6 +61,19 @@ free=$(recfs info "$PACK" | awk '/^free/{print $2}')
 expect_reply "dir_info?" "dir_info?" "!dir_info \\? 0 : 1 : $len : [0-9]+ ;"
 expect_reply "status? idle again" "status?" '!status \? 0 : 0x00000001 : idle ;'
 expect_reply "delete= a recording being... none: an unknown name" "delete=nope" "!delete = 8 : no recording named 'nope' ;"
+# recfs ctl, the small client: replies on stdout, exit 0 / 4 / 1
+run recfs ctl "$RD_CTL" 'record?' 'scan_set?'
+check "recfs ctl: two statements, two replies, exit 0 ($OUT)" \
+	test "$RC" = 0 -a "$OUT" = $'!record ? 0 : off ;\n!scan_set ? 0 : 1 : r41234_Mh_no0001 ;'
+run recfs ctl "$RD_CTL" 'record=off'
+check "recfs ctl: a refusal (rc 6) exits 4 ($OUT)" test "$RC" = 4 -a "$OUT" = '!record = 6 : not recording ;'
+run recfs ctl "$RD_CTL" - <<<$'status?\n\nversion?'
+check "recfs ctl -: statements from stdin, blank lines skipped" \
+	test "$RC" = 0 -a "$(grep -c '^!' <<<"$OUT")" = 2
+dead=$(free_port)
+run recfs ctl "127.0.0.1:$dead" 'record?'
+check "recfs ctl: nothing listening exits 1 naming the address ($OUT)" \
+	eval 'test "$RC" = 1 && grep -q "127.0.0.1:$dead: cannot connect" <<<"$OUT"'
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
 recfs cat "$PACK" r41234_Mh_no0001 >"$T_DIR/scan.vdif"

@@ -79,6 +79,11 @@ void recfs_spec_free(char **paths, unsigned n);
 int recfs_spec_from_args(int argc, char *const argv[], char ***paths, unsigned *n);
 /* -EINVAL naming them if two paths are the same member (name or inode). */
 int recfs_paths_distinct(char *const paths[], unsigned n);
+/* A file a tool is about to write (path, or fd >= 0 already open) must not
+ * be one of spec's members: the same file, block device, or a disk and one
+ * of its partitions.  0, or -EEXIST with one line naming both ("WHAT PATH
+ * is member M of the pack"). */
+int recfs_spec_check_output(const char *spec, const char *what, const char *path, int fd);
 
 /* ------------------------------------------------------------- geometry */
 struct recfs_geom {
@@ -277,7 +282,18 @@ ssize_t recfs_rec_pread(struct recfs_pack *p, const struct recfs_rec *r, void *b
 
 /* Small helpers shared by the tools */
 uint64_t recfs_now_ns(void);
-/* "1M", "64KiB", "2G", "1000" -> bytes; -EINVAL on junk */
+/*
+ * Numbers from a command line or a control line, parsed strictly: decimal
+ * digits only (no sign, space, 0x, exponent, NaN or infinity), no
+ * overflow, within [lo, hi].  recfs_parse_bytes also takes a K, M, G or T
+ * suffix (1024-based, optional "i" and "B"); recfs_parse_secs up to nine
+ * decimals, into nanoseconds.  On failure -EINVAL or -ERANGE and one line
+ * in recfs_errmsg(): "WHAT 'S': not a number; want LO to HI".
+ */
+int recfs_parse_num(const char *what, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+int recfs_parse_bytes(const char *what, const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+int recfs_parse_secs(const char *what, const char *s, uint64_t lo_ns, uint64_t hi_ns, uint64_t *ns);
+/* recfs_parse_bytes over the whole range */
 int recfs_parse_size(const char *s, uint64_t *out);
 /* human size into buf: "1.50 GiB" */
 const char *recfs_fmt_size(uint64_t bytes, char *buf, size_t len);
