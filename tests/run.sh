@@ -38,8 +38,10 @@ run_script() {
 	name=${t#tests/}
 	log=$logdir/$(echo "$name" | tr / _).log
 	before=$(wc -l <"$results")
+	local t0=$SECONDS
 	timeout -k 10 900 bash "$t" >"$log" 2>&1
 	rc=$?
+	local secs=$((SECONDS - t0))
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 		# killed: its traps did not run; detach what it left mounted
 		awk '$2 ~ "^/var/tmp/recfs-test" && $3 ~ /^fuse/ {print $2}' /proc/mounts |
@@ -51,10 +53,10 @@ run_script() {
 	local nf
 	nf=$(tail -n +$((before + 1)) "$results" | LC_ALL=C grep -c '^FAIL')
 	if [ "$nf" != 0 ]; then
-		echo "FAIL $name (see $log)"
+		echo "FAIL $name (see $log, ${secs}s)"
 		tail -n +$((before + 1)) "$results" | LC_ALL=C grep -a '^FAIL' | head -20
 	else
-		echo "ok   $name ($((after - before)))"
+		echo "ok   $name ($((after - before)), ${secs}s)"
 	fi
 }
 
