@@ -1,5 +1,7 @@
 # recfs: one block of variables, the library built once, every tool linking it.
 PREFIX ?= /usr/local
+# systemd units (recfsd@.service); /lib/systemd/system for a distribution package
+SYSTEMD_UNIT_DIR ?= $(PREFIX)/lib/systemd/system
 DESTDIR ?=
 BUILD ?= build
 CC ?= cc
@@ -101,6 +103,11 @@ install: all
 	done
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(shell sed -n 's/.*RECFS_VERSION_STRING "\(.*\)"/\1/p' fs/include/recfs/recfs.h)|' \
 		fs/librecfs.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/librecfs.pc
+	install -d $(DESTDIR)$(SYSTEMD_UNIT_DIR)
+	for u in $(SYSTEMD_UNITS); do \
+		sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SBINDIR@|$(PREFIX)/sbin|g' $$u \
+			> $(DESTDIR)$(SYSTEMD_UNIT_DIR)/$$(basename $$u .in); \
+	done
 
 clean:
 	rm -rf build build-asan build-fuzz

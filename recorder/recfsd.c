@@ -256,13 +256,7 @@ void rd_ready(struct rd *d, int fd, const char *ctl, const char *mx)
 			      d->in[i].spec);
 	printf("%s\n", line);
 	fflush(stdout);
-	if (fd >= 0) {
-		static const char msg[] = "READY=1\n";
-		ssize_t w = write(fd, msg, sizeof(msg) - 1);
-		(void)w;
-		close(fd);
-	}
-	rr_sd_notify("READY=1");
+	rr_notify_ready(fd);
 }
 
 /* ------------------------------------------------------------ options */

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "sdnotify.h"
 
 #define PROG "recfs-record"
 
@@ -75,6 +76,7 @@ static void usage(FILE *f)
 		"  -b, --buffer SIZE       ring buffer (default 1/8 of available RAM, 64M..1G)\n"
 		"  -c, --commit-interval S make the written prefix durable every S seconds (default 1)\n"
 		"      --no-realtime       udp: do not run receiver and writer SCHED_FIFO\n"
+		"      --ready-fd N        write READY=1 to fd N once receiving (also sd_notify)\n"
 		"Report:\n"
 		"      --progress          live progress line even when stderr is not a terminal\n"
 		"  -q, --quiet             no progress line and no summary\n"
@@ -112,6 +114,7 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "stats-json", required_argument, NULL, 8 },
 		{ "no-realtime", no_argument, NULL, 9 },
+		{ "ready-fd", required_argument, NULL, 10 },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -121,7 +124,7 @@ int main(int argc, char **argv)
 	struct rr *r = &rr_state;
 	const char *input = "stdin";
 	uint64_t v;
-	int c, status = RR_EXIT_NOTHING;
+	int c, status = RR_EXIT_NOTHING, ready_fd = -1;
 	bool sizes_set = false;
 
 	r->qd = 4;
@@ -207,6 +210,15 @@ int main(int argc, char **argv)
 		case 'q': r->quiet = true; break;
 		case 8: r->stats_json = optarg; break;
 		case 9: r->no_rt = true; break;
+		case 10:
+			if (rr_opt(recfs_parse_num("--ready-fd", optarg, 0, INT_MAX, &v)))
+				return RR_EXIT_NOTHING;
+			if (fcntl((int)v, F_GETFD) < 0) {
+				fprintf(stderr, PROG ": --ready-fd %s: not an open descriptor\n", optarg);
+				return RR_EXIT_NOTHING;
+			}
+			ready_fd = (int)v;
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
 		default: usage(stderr); return RR_EXIT_NOTHING;
@@ -321,6 +333,9 @@ int main(int argc, char **argv)
 		goto out_close_input_ring;
 	}
 
+	/* the socket is bound and its receiver running: a datagram sent now
+	 * is recorded */
+	rr_notify_ready(ready_fd);
 	if (r->in_kind == RR_IN_UDP && !r->no_rt)
 		r->rt_wr = rr_realtime(10);
 	int64_t len = wr_run(r);

@@ -8,7 +8,8 @@ ENGINE_OBJS := $(patsubst %,$(BUILD)/obj/recorder/%.o,engine ring input writer c
 $(patsubst recorder/%.c,$(BUILD)/obj/recorder/%.o,$(wildcard recorder/*.c)): $(RECORDER_HDRS)
 
 PROGS += $(BUILD)/bin/recfs-record $(BUILD)/bin/recfs-play
-$(BUILD)/bin/recfs-record: $(BUILD)/obj/recorder/record.o $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)
+$(BUILD)/obj/recorder/record.o: recorder/sdnotify.h
+$(BUILD)/bin/recfs-record: $(BUILD)/obj/recorder/record.o $(BUILD)/obj/recorder/sdnotify.o $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(AIO_LIBS) $(THREAD_LIBS)
 

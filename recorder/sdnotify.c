@@ -47,3 +47,17 @@ int rr_sd_notify(const char *state)
 	close(fd);
 	return ret;
 }
+
+void rr_notify_ready(int fd)
+{
+	if (fd >= 0) {
+		static const char msg[] = "READY=1\n";
+		ssize_t w;
+		do
+			w = write(fd, msg, sizeof(msg) - 1);
+		while (w < 0 && errno == EINTR);
+		if (fd > 2) /* --ready-fd 1 may share stdout with the report */
+			close(fd);
+	}
+	rr_sd_notify("READY=1");
+}

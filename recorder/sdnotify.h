@@ -12,4 +12,8 @@
  */
 int rr_sd_notify(const char *state);
 
+/* Ready: "READY=1\n" to fd (when >= 0, then closed unless it is 0, 1 or 2: --ready-fd) and to
+ * systemd.  Shared by recfs-record and recfsd. */
+void rr_notify_ready(int fd);
+
 #endif

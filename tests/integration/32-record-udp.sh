@@ -92,4 +92,34 @@ check "recfs-play --gen counter" recfs-play -q --gen counter --size $((8192 * 50
 wait $pid
 run recfs-play --check counter "$PACK" gen
 check "generated udp stream verified byte for byte ($OUT)" grep -q "4096000 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
+
+# --- readiness: --ready-fd and sd_notify say when a datagram is recorded.
+# The sender starts the moment READY=1 arrives, with no wait_bound: every
+# datagram must be in the recording.
+PORT=$(free_port)
+mkfifo "$T_DIR/ready"
+python3 - "$T_DIR/notify.sock" >"$T_DIR/notify.out" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1]); s.settimeout(20)
+print(s.recv(256).decode(), flush=True)
+PY
+npid=$!
+cleanup_add "kill $npid"
+for ((i = 0; i < 100; i++)); do [ -S "$T_DIR/notify.sock" ] && break; sleep 0.05; done
+NOTIFY_SOCKET=$T_DIR/notify.sock recfs-record $B -q -i "udp:127.0.0.1:$PORT" --packet-size 8192 \
+	--size $((8192 * 300)) --ready-fd 3 "$PACK" ready 3>"$T_DIR/ready" &
+pid=$!
+cleanup_add "kill $pid"
+read -r -t 20 line <"$T_DIR/ready"
+check "--ready-fd: READY=1 once the socket is bound ($line)" test "$line" = READY=1
+check "recfs-play right after READY=1" recfs-play -q --gen counter --size $((8192 * 300)) --rate 50M --udp "127.0.0.1:$PORT"
+wait $pid
+check "recorder exits 0 after exactly its --size" test $? = 0
+run recfs-play --check counter "$PACK" ready
+check "every datagram sent after READY=1 recorded ($OUT)" grep -q "2457600 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
+wait $npid
+check "sd_notify: READY=1 on NOTIFY_SOCKET" grep -qx READY=1 "$T_DIR/notify.out"
+expect_err "--ready-fd on a closed descriptor" 1 "--ready-fd 97: not an open descriptor" \
+	recfs-record -i "udp:127.0.0.1:$PORT" --ready-fd 97 "$PACK" never
 finish

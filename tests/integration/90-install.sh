@@ -6,12 +6,23 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 root=$T_DIR/root
 run make -s -C "$top" BUILD="${BUILD:-build}" install DESTDIR="$root" PREFIX=/usr
 check "make install succeeds" test "$RC" = 0
-for p in sbin/mkfs.recfs sbin/fsck.recfs sbin/mount.recfs sbin/recfs-mount bin/recfs bin/recfs-record bin/recfs-play; do
+for p in sbin/mkfs.recfs sbin/fsck.recfs sbin/mount.recfs sbin/recfs-mount bin/recfs bin/recfs-record bin/recfs-play bin/recfsd; do
 	check "installed $p" test -x "$root/usr/$p"
 done
-for m in man8/mkfs.recfs.8 man8/recfs.8 man8/fsck.recfs.8 man8/recfs-mount.8 man1/recfs-record.1 man1/recfs-play.1; do
+for m in man8/mkfs.recfs.8 man8/recfs.8 man8/fsck.recfs.8 man8/recfs-mount.8 man1/recfs-record.1 man1/recfs-play.1 man8/recfsd.8; do
 	check "installed man page $m" test -s "$root/usr/share/man/$m"
 done
+unit=$root/usr/lib/systemd/system/recfsd@.service
+check "installed the recfsd@.service unit" test -s "$unit"
+check "its paths are the installed programs" \
+	eval 'grep -qx "ExecStart=/usr/bin/recfsd \$RECFSD_OPTS \${PACK}" "$unit" && grep -q "/usr/sbin/fsck.recfs -p" "$unit" && ! grep -q "@[A-Z]*@" "$unit"'
+check "it waits for recfsd's readiness (Type=notify)" grep -qx "Type=notify" "$unit"
+if command -v systemd-analyze >/dev/null; then
+	# verified as installed, but pointing at the installed tree's programs
+	sed "s|/usr/s\?bin/|$root&|g" "$unit" >"$T_DIR/recfsd@test.service"
+	run systemd-analyze verify --man=no "$T_DIR/recfsd@test.service"
+	check "systemd-analyze verify: no complaint ($OUT)" test "$RC" = 0 -a -z "$OUT"
+fi
 check "installed librecfs.a" test -s "$root/usr/lib/librecfs.a"
 check "installed the public headers" test -s "$root/usr/include/recfs/recfs.h" -a -s "$root/usr/include/recfs/format.h"
 cat >"$T_DIR/user.c" <<'C'
