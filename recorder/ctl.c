@@ -56,6 +56,35 @@ static void rd_vsi_time(uint64_t ns, char *out, size_t len)
 		 tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ns % 1000000000ull / 100000));
 }
 
+/* Mark6's start time, a VEX time: 2026y326d17h05m03s (UTC, whole
+ * seconds); every field its exact number of digits and in range.  The Unix
+ * time, or -1. */
+static int64_t rd_vex_time(const char *s)
+{
+	static const struct { unsigned digits; char unit; unsigned lo, hi; } f[] = {
+		{ 4, 'y', 2000, 2099 }, { 3, 'd', 1, 366 }, { 2, 'h', 0, 23 }, { 2, 'm', 0, 59 }, { 2, 's', 0, 59 },
+	};
+	unsigned v[5];
+	for (unsigned i = 0; i < 5; i++) {
+		v[i] = 0;
+		for (unsigned k = 0; k < f[i].digits; k++, s++) {
+			if (*s < '0' || *s > '9')
+				return -1;
+			v[i] = v[i] * 10 + (unsigned)(*s - '0');
+		}
+		if (*s++ != f[i].unit || v[i] < f[i].lo || v[i] > f[i].hi)
+			return -1;
+	}
+	if (*s)
+		return -1;
+	bool leap = v[0] % 4 == 0 && (v[0] % 100 != 0 || v[0] % 400 == 0);
+	if (v[1] > (leap ? 366u : 365u))
+		return -1;
+	struct tm tm = { .tm_year = (int)v[0] - 1900, .tm_mday = (int)v[1], .tm_hour = (int)v[2],
+			 .tm_min = (int)v[3], .tm_sec = (int)v[4] };
+	return (int64_t)timegm(&tm); /* day-of-year as the day of January */
+}
+
 /* A scan or experiment name part: what recfs_name_check takes, no '_'
  * games: the name is built as jive5ab builds it, EXP_STATION_SCAN. */
 static int rd_name_part(const char *s, size_t max)
@@ -88,7 +117,7 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 		return 0;
 	}
 	if (np == 0) {
-		rd_field(o, "record = on : SCAN [: EXPERIMENT [: STATION]] or record = off");
+		rd_field(o, "record = on|START : SCAN [: EXPERIMENT [: STATION]] or record = off");
 		return 8;
 	}
 	if (!strcasecmp(p[0], "off")) {
@@ -101,13 +130,28 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 			rd_field(o, "%s", d->why);
 		return rc;
 	}
+	/* on: at the next datagram; a VEX time (Mark6's start time): at
+	 * the first VDIF frame 0 of a second at or after it, so a time
+	 * already past starts at the next second boundary */
+	int64_t start = 0;
 	if (strcasecmp(p[0], "on")) {
-		rd_field(o, "'%.32s' is not on or off", p[0]);
-		return 8;
+		start = rd_vex_time(p[0]);
+		if (start < 0) {
+			rd_field(o, "'%.32s' is not on, off or a start time such as 2026y327d18h30m00s", p[0]);
+			return 8;
+		}
+		if (!d->fmt_vdif) {
+			rd_field(o, "a start time needs --format vdif (it waits for a VDIF second)");
+			return 6;
+		}
+		if (d->nsplit) {
+			rd_field(o, "a start time is not implemented with --split");
+			return 2;
+		}
 	}
 	if (np < 2 || np > 4 || rd_name_part(p[1], 64) || (np > 2 && p[2][0] && rd_name_part(p[2], 32)) ||
 	    (np > 3 && p[3][0] && rd_name_part(p[3], 8))) {
-		rd_field(o, "record = on : SCAN [: EXPERIMENT [: STATION]], each printable, no spaces or '/'");
+		rd_field(o, "record = on|START : SCAN [: EXPERIMENT [: STATION]], each printable, no spaces or '/'");
 		return 8;
 	}
 	/* jive5ab: EXPERIMENT_STATION_SCAN when they are given */
@@ -124,7 +168,7 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 		rd_field(o, "scan name too long (at most %d bytes)", RECFS_NAME_MAX);
 		return 8;
 	}
-	int rc = rd_scan_start(d, name, p[1], 0);
+	int rc = rd_scan_start(d, name, p[1], 0, start);
 	if (rc)
 		rd_field(o, "%s", d->why);
 	else {

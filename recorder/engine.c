@@ -39,7 +39,7 @@ void rr_engine_close(struct rr *r)
 	r->data_efd = r->space_efd = r->aio_efd = -1;
 }
 
-int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, uint64_t *id)
+int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix, uint64_t *id)
 {
 	uint64_t n = atomic_load_explicit(&r->seg_posted, memory_order_relaxed);
 	/* the slot is free once the writer finished the segment RR_SEGQ back */
@@ -49,6 +49,7 @@ int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, uint64_t *i
 	memset(s, 0, sizeof(*s));
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->size_limit = size_limit;
+	s->start_unix = start_unix;
 	s->t_post_ns = rr_mono_ns();
 	atomic_store(&s->limit, size_limit ? size_limit : UINT64_MAX);
 	atomic_store(&s->end, UINT64_MAX);

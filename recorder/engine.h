@@ -77,6 +77,9 @@ struct rr_seg {
 	/* set by the control plane before it is posted */
 	char name[RECFS_NAME_MAX + 1];
 	uint64_t size_limit;          /* 0: none */
+	int64_t start_unix;           /* VDIF: open at the first frame 0 of a
+				       * second at or after this Unix time
+				       * (0: at the next datagram) */
 	/* receiver */
 	uint64_t base;                /* stream offset of byte 0 (chunk aligned) */
 	_Atomic uint64_t end;         /* past its last byte; UINT64_MAX while open */
@@ -284,8 +287,9 @@ void *wr_main(void *arg);
 /* engine.c: recfsd's use of one input's engine */
 int rr_engine_init(struct rr *r);      /* eventfds, locks */
 void rr_engine_close(struct rr *r);
-/* post a segment (0, or -EBUSY when RR_SEGQ are unfinished) */
-int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, uint64_t *id);
+/* post a segment (0, or -EBUSY when RR_SEGQ are unfinished); start_unix
+ * as in struct rr_seg */
+int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix, uint64_t *id);
 void rr_seg_close(struct rr *r);       /* close every posted segment */
 
 /* report.c */

@@ -222,9 +222,39 @@ static struct rr_seg *rcv_seg(struct rr *r, uint64_t *filled, struct rr_vdif_tra
 		n++;
 		open = false;
 	}
-	if (!open && atomic_load_explicit(&r->seg_posted, memory_order_acquire) > n)
+	if (!open && atomic_load_explicit(&r->seg_posted, memory_order_acquire) > n) {
+		/* one that waits for a VDIF second opens when rcv_udp sees
+		 * it, or empty at once when record=off came first */
+		if (rr_seg_at(r, n)->start_unix) {
+			if (atomic_load_explicit(&r->seg_off, memory_order_acquire) <= n)
+				return NULL;
+			rcv_seg_open(r, *filled, vt);
+			rcv_seg_close(r, filled, RR_STOP_NONE, false);
+			return NULL;
+		}
 		return rcv_seg_open(r, *filled, vt);
+	}
 	return open ? rr_seg_at(r, n) : NULL;
+}
+
+/* The posted segment waiting for its VDIF second, or NULL. */
+static struct rr_seg *rcv_seg_waiting(struct rr *r)
+{
+	uint64_t n = atomic_load_explicit(&r->seg_rcv, memory_order_relaxed);
+	if (atomic_load_explicit(&r->seg_open, memory_order_relaxed) ||
+	    atomic_load_explicit(&r->seg_posted, memory_order_acquire) <= n)
+		return NULL;
+	struct rr_seg *s = rr_seg_at(r, n);
+	return s->start_unix ? s : NULL;
+}
+
+/* Is this datagram (strip removed) the valid frame 0 of a second at or
+ * after the segment's start time? */
+static bool rcv_at_second(const struct rr_seg *s, const uint8_t *d, size_t len)
+{
+	struct rr_vdif_hdr h;
+	return len >= 16 && rr_vdif_decode(d, &h) && !h.invalid && h.frame_no == 0 &&
+	       rr_vdif_unix(&h) >= s->start_unix;
 }
 
 static void rcv_stream(struct rr *r)
@@ -377,6 +407,38 @@ static void rcv_udp(struct rr *r)
 		const uint32_t P = r->packet_size;
 		if (r->fmt_vdif && !atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
 			atomic_store(&r->learned_frame, P); /* stored at create */
+		struct rr_seg *w = seg ? NULL : rcv_seg_waiting(r);
+		if (w) {
+			/* a scan that starts at a VDIF second: one datagram at
+			 * a time until its frame 0, what comes before is idle */
+			ssize_t n = recv(sock, scratch, 65536, 0);
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+					continue;
+				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
+					 r->input_spec, strerror(errno));
+				rr_set_stop(r, RR_STOP_INPUT);
+				break;
+			}
+			atomic_fetch_add_explicit(&r->tot_packets, 1, memory_order_relaxed);
+			if ((size_t)n == r->strip + P && rcv_at_second(w, scratch + r->strip, P) &&
+			    rr_ring_free(r, filled) >= P) {
+				uint64_t old = filled;
+				seg = rcv_seg_open(r, filled, &vt);
+				rr_ring_write(r, filled, scratch + r->strip, P);
+				r->loss.packets++;
+				if (r->fmt_vdif)
+					rr_vdif_frame(&vt, scratch + r->strip, P, 0);
+				filled += P;
+				atomic_fetch_add_explicit(&r->tot_bytes, P, memory_order_relaxed);
+				rcv_first(r, seg);
+				rcv_publish(r, old, filled);
+			} else {
+				atomic_fetch_add_explicit(&r->tot_idle_packets, 1, memory_order_relaxed);
+				atomic_fetch_add_explicit(&r->tot_idle_bytes, (uint64_t)n, memory_order_relaxed);
+			}
+			continue;
+		}
 		uint64_t room = seg ? rr_ring_free(r, filled) / P : 0;
 		unsigned nm = room < RR_BATCH ? (unsigned)room : RR_BATCH;
 		if (nm && budget < (uint64_t)nm * P) /* the last datagram of --size */

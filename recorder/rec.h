@@ -96,6 +96,8 @@ struct rr_vdif_hdr {
  * (zero length, length not a multiple of 8, version != 0). */
 bool rr_vdif_decode(const uint8_t *p, struct rr_vdif_hdr *h);
 void rr_vdif_encode(uint8_t *p, const struct rr_vdif_hdr *h);
+/* The Unix time of a header's second (reference epoch + seconds). */
+int64_t rr_vdif_unix(const struct rr_vdif_hdr *h);
 
 /* Frame-loss tracker over (thread, second, frame number). */
 struct rr_vdif_thread {

@@ -129,7 +129,7 @@ const char *rd_refuse(struct rd *d, int *rc)
 
 /* Start scan `name` on every input, at each one's next datagram.  0, or a
  * VSI-S return code with d->why set.  Under d->lock. */
-int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit)
+int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit, int64_t start_unix)
 {
 	int rc;
 	rd_refresh(d);
@@ -172,7 +172,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
 		rd_rec_name(d, name, i, rn, sizeof(rn));
-		rr_seg_post(d->st[i].r, rn, size_limit, &seg);
+		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, &seg);
 		rr_kick(d->st[i].r->data_efd);
 	}
 	d->scans++;

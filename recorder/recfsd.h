@@ -72,7 +72,7 @@ void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, si
 bool rd_scan_done(const struct rd *d, const struct rd_scan *sc);
 void rd_refresh(struct rd *d);
 const char *rd_refuse(struct rd *d, int *rc);
-int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit);
+int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit, int64_t start_unix);
 int rd_scan_stop(struct rd *d);
 void rd_line_end(struct rd *d);
 bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+
 #include "rec.h"
 
 bool rr_vdif_decode(const uint8_t *p, struct rr_vdif_hdr *h)
@@ -28,6 +30,13 @@ bool rr_vdif_decode(const uint8_t *p, struct rr_vdif_hdr *h)
 	h->thread = (w3 >> 16) & 0x3ff;
 	h->station = w3 & 0xffff;
 	return h->length >= (h->legacy ? 16u : 32u) && h->version == 0;
+}
+
+int64_t rr_vdif_unix(const struct rr_vdif_hdr *h)
+{
+	/* epoch e: 1 January (e even) or 1 July (e odd) of 2000 + e / 2 */
+	struct tm tm = { .tm_year = 100 + (int)(h->epoch / 2), .tm_mon = h->epoch % 2 ? 6 : 0, .tm_mday = 1 };
+	return (int64_t)timegm(&tm) + h->seconds;
 }
 
 void rr_vdif_encode(uint8_t *p, const struct rr_vdif_hdr *h)

@@ -21,8 +21,9 @@ run_unit() {
 	local t=$1 name log out
 	name=$(basename "$t")
 	log=$logdir/$name.log
+	local t0=$SECONDS
 	CMOCKA_MESSAGE_OUTPUT=stdout "$t" >"$log" 2>&1
-	local rc=$?
+	local rc=$? secs=$((SECONDS - t0))
 	local p f
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
@@ -30,7 +31,7 @@ run_unit() {
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then f=1; fi
 	for ((i = 0; i < p; i++)); do echo "PASS $name" >>"$results"; done
 	for ((i = 0; i < f; i++)); do echo "FAIL $name" >>"$results"; done
-	if [ "$f" != 0 ]; then echo "FAIL $name (see $log)"; grep -E '^\[  (FAILED|ERROR) |^\[ +ERROR|error:|Failure' "$log" | head -20; else echo "ok   $name ($p)"; fi
+	if [ "$f" != 0 ]; then echo "FAIL $name (see $log)"; grep -E '^\[  (FAILED|ERROR) |^\[ +ERROR|error:|Failure' "$log" | head -20; else echo "ok   $name ($p, ${secs}s)"; fi
 }
 
 run_script() {

@@ -11,6 +11,7 @@ make_members 4 128M
 check "mkfs" mkfs.recfs -q -c 256K "$PACK"
 port=$(free_port)
 check "recfsd starts and says it is ready" start_recfsd -i "udp:127.0.0.1:$port" --buffer 32M "$PACK"
+expect_reply "a start time on a raw stream is refused" "record=2026y001d00h00m00s:s" "!record = 6 : a start time needs --format vdif.*"
 check "ready line names the control port and the input" grep -q "control=127.0.0.1:[0-9]* inputs=0=udp:127.0.0.1:$port" <<<"$RD_READY"
 check "input bound when ready" test -n "$(ss -Hlun "sport = :$port")"
 
