@@ -117,7 +117,7 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 		return 0;
 	}
 	if (np == 0) {
-		rd_field(o, "record = on|START : SCAN [: EXPERIMENT [: STATION]] or record = off");
+		rd_field(o, "record = on or START : SCAN [: EXPERIMENT [: STATION]] or record = off");
 		return 8;
 	}
 	if (!strcasecmp(p[0], "off")) {
@@ -151,7 +151,7 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 	}
 	if (np < 2 || np > 4 || rd_name_part(p[1], 64) || (np > 2 && p[2][0] && rd_name_part(p[2], 32)) ||
 	    (np > 3 && p[3][0] && rd_name_part(p[3], 8))) {
-		rd_field(o, "record = on|START : SCAN [: EXPERIMENT [: STATION]], each printable, no spaces or '/'");
+		rd_field(o, "record = on or START : SCAN [: EXPERIMENT [: STATION]], each printable, no spaces or '/'");
 		return 8;
 	}
 	/* jive5ab: EXPERIMENT_STATION_SCAN when they are given */

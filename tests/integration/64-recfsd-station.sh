@@ -28,7 +28,7 @@ expect_reply "record? before any scan" "record?" '!record \? 0 : off ;'
 expect_reply "scan_check? before any scan" "scan_check?" '!scan_check \? 4 : no scan recorded yet ;'
 expect_reply "status? idle" "status?" '!status \? 0 : 0x00000001 : idle ;'
 expect_reply "record=off when not recording" "record=off" '!record = 6 : not recording ;'
-expect_reply "record=sideways" "record=sideways" "!record = 8 : 'sideways' is not on or off ;"
+expect_reply "record=sideways" "record=sideways" "!record = 8 : 'sideways' is not on, off or a start time such as 2026y327d18h30m00s ;"
 expect_reply "record=on with a slash in the name" "record=on:a/b" '!record = 8 : record = on .*'
 expect_reply "record=on with too many fields" "record=on:a:b:c:d" '!record = 8 : record = on .*'
 expect_reply "unknown keyword" "frobnicate=1" '!frobnicate = 7 : no such keyword ;'
