@@ -254,8 +254,11 @@ static int cmd_rm(int argc, char **argv)
 		usage(stderr);
 		return 16;
 	}
-	if (open_pack(argv[optind], RECFS_O_RDWR, &p))
-		return 1;
+	int err = recfs_pack_open(argv[optind], RECFS_O_RDWR, &p);
+	if (err == -EBUSY)
+		return die("%s; if recfsd holds it, delete through it: recfs ctl delete=NAME", recfs_errmsg());
+	if (err)
+		return die("%s", recfs_errmsg());
 	/* resolve every argument before deleting anything */
 	for (int a = optind + 1; a < argc; a++) {
 		const char *pat = argv[a];

@@ -44,6 +44,7 @@ alloc=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; r=[x for x in jso
 check "full: big sealed at the last byte that fits ($alloc)" awk '{exit !($1=="sealed" && $2==$3 && $2>0)}' <<<"$alloc"
 check "full: big is whole and in order" counter_ok big
 kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
+refused "recfs rm beside recfsd, pointing at delete=" "in use by another writer.*recfs ctl delete=NAME" recfs rm "$PACK" big
 expect_reply "full: delete=big frees the space" "delete=big" '!delete = 0 ;'
 recfs-play -q --gen counter --udp "127.0.0.1:$port" --rate 1M --duration 30 &
 ppid=$!
