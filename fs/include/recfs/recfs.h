@@ -297,9 +297,22 @@ int recfs_parse_secs(const char *what, const char *s, uint64_t lo_ns, uint64_t h
 int recfs_parse_size(const char *s, uint64_t *out);
 /* human size into buf: "1.50 GiB" */
 const char *recfs_fmt_size(uint64_t bytes, char *buf, size_t len);
-/* s as a JSON string: valid UTF-8 passes through; control characters and
- * bytes that are not UTF-8 are escaped as \u00XX (not reversible). */
+/* Strict UTF-8: the length of the well-formed sequence that starts s (at
+ * most n bytes), 0 if none (overlong forms, surrogates, values above
+ * U+10FFFF, stray continuation bytes, a sequence cut short). */
+size_t recfs_utf8_len(const void *s, size_t n);
+/* all n bytes are well-formed UTF-8 */
+bool recfs_utf8_valid(const void *s, size_t n);
+/* s as a JSON string that is valid UTF-8 whatever s holds: well-formed
+ * UTF-8 passes through, '"', '\\' and control characters are escaped, and
+ * each byte that is not part of a well-formed sequence becomes \ufffd
+ * (lossy). */
 void recfs_json_str(FILE *f, const char *s);
+/* "KEY": s as recfs_json_str writes it, and when s is not valid UTF-8,
+ * after it ', "KEY_hex": "..."' with s's exact bytes in lowercase hex: the
+ * way every tool writes a name (or any string from the user) in JSON, so
+ * that different names never read the same. */
+void recfs_json_name(FILE *f, const char *key, const char *s);
 /* ISO 8601 UTC with ms: "2026-11-22T04:18:34.123Z" */
 const char *recfs_fmt_time(uint64_t ns, char *buf, size_t len);
 void recfs_uuid_unparse(const uint8_t uuid[16], char out[37]);
