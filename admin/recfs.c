@@ -170,16 +170,16 @@ static int cmd_ls(int argc, char **argv)
 		recfs_fmt_time(r.start_ns, t1, sizeof(t1));
 		recfs_fmt_time(r.end_ns, t2, sizeof(t2));
 		if (json) {
-			printf("%s\n {\"name\": ", n ? "," : "");
-			recfs_json_str(stdout, r.name);
+			printf("%s\n {", n ? "," : "");
+			recfs_json_name(stdout, "name", r.name);
 			printf(", \"size\": %llu, \"state\": \"%s\", \"start\": \"%s\", \"end\": \"%s\", "
 			       "\"start_ns\": %llu, \"end_ns\": %llu, \"rate_bytes_per_s\": %.0f, "
-			       "\"uid\": \"%016llx\", \"format\": \"%s\", \"frame_size\": %u, \"source\": ",
+			       "\"uid\": \"%016llx\", \"format\": \"%s\", \"frame_size\": %u, ",
 			       (unsigned long long)r.committed_len, state_name(r.state), t1, t2,
 			       (unsigned long long)r.start_ns, (unsigned long long)r.end_ns,
 			       rec_rate(&r), (unsigned long long)r.uid, fmt_name(r.input.format),
 			       r.input.frame_size);
-			recfs_json_str(stdout, r.input.source);
+			recfs_json_name(stdout, "source", r.input.source);
 			printf(", \"allocated\": %llu, \"packets\": %llu, \"wrong_size\": %llu, "
 			       "\"dropped\": %llu, \"frames_lost\": %llu, \"out_of_order\": %llu, "
 			       "\"invalid\": %llu, \"gaps_coalesced\": %s, \"gaps\": [",
