@@ -99,9 +99,14 @@ static int cmd_info(int argc, char **argv)
 		struct recfs_member_info mi;
 		recfs_pack_member(p, i, &mi);
 		recfs_uuid_unparse(mi.uuid, u);
-		printf("  %2u  %-8s %s  %s\n", i, mi.present ? "ok" : "MISSING", u,
+		printf("  %2u  %-8s %s  %s\n", i,
+		       mi.present ? "ok" : mi.damaged ? "DAMAGED" : "MISSING", u,
 		       mi.path ? mi.path : "-");
 	}
+	/* what a degraded open left out, and why */
+	const char *lp, *lw;
+	for (unsigned i = 0; recfs_pack_left_out(p, i, &lp, &lw, NULL) == 0; i++)
+		printf("left out:       %s: %s\n", lp, lw);
 	printf("chunk size:     %s\n", recfs_fmt_size(pi.chunk_size, b, sizeof(b)));
 	printf("capacity:       %s (%llu bytes)\n", recfs_fmt_size(pi.capacity, b, sizeof(b)),
 	       (unsigned long long)pi.capacity);
@@ -114,7 +119,7 @@ static int cmd_info(int argc, char **argv)
 		printf("warning:        %u damaged directory entries skipped: run fsck.recfs\n",
 		       pi.bad_entries);
 	if (pi.members_present != pi.members)
-		printf("warning:        pack is degraded: data on missing members is unreadable\n");
+		printf("warning:        pack is degraded: data on missing or damaged members is unreadable\n");
 	recfs_pack_close(p);
 	return 0;
 }

@@ -111,7 +111,8 @@ void recfs_map(const struct recfs_geom *g, uint64_t logical, unsigned *member,
 struct recfs_pack;
 
 #define RECFS_O_RDWR 0x1      /* one exclusive writer (locks every member) */
-#define RECFS_O_DEGRADED 0x2  /* assemble with missing members */
+#define RECFS_O_DEGRADED 0x2  /* assemble with missing, damaged or unreadable
+				* members left out (read-only) */
 #define RECFS_O_BUFFERED 0x4  /* members without O_DIRECT */
 
 /* spec: comma-separated member paths in any order. */
@@ -145,13 +146,23 @@ struct recfs_pack_info {
 int recfs_pack_info(struct recfs_pack *p, struct recfs_pack_info *info);
 
 struct recfs_member_info {
-	const char *path;   /* NULL when missing */
+	const char *path;   /* NULL when missing; when damaged, the device left out */
 	uint8_t uuid[16];
 	uint64_t dev_size;
 	bool present;
 	bool failed;        /* an I/O error since open */
+	const char *damaged; /* not present: a device given for it was left out by a
+			      * degraded open, why (e.g. too short); else NULL */
 };
 int recfs_pack_member(struct recfs_pack *p, unsigned i, struct recfs_member_info *mi);
+/* RECFS_O_DEGRADED treats a damaged or unreadable device like a missing
+ * member: it is left out and remembered here.  The i-th such device: its
+ * path, why (without the path) and the member index its superblock gives
+ * (-1 when it has none that is valid, or it could not be opened);
+ * -ENOENT past the last.  Without RECFS_O_DEGRADED the open fails with
+ * that reason, naming the device. */
+int recfs_pack_left_out(struct recfs_pack *p, unsigned i, const char **path, const char **why,
+			int *member);
 
 struct recfs_mkfs_opts {
 	uint32_t chunk_size;    /* 0: default */
