@@ -99,9 +99,14 @@ static int cmd_info(int argc, char **argv)
 		struct recfs_member_info mi;
 		recfs_pack_member(p, i, &mi);
 		recfs_uuid_unparse(mi.uuid, u);
-		printf("  %2u  %-8s %s  %s\n", i, mi.present ? "ok" : "MISSING", u,
+		printf("  %2u  %-8s %s  %s\n", i,
+		       mi.present ? "ok" : mi.damaged ? "DAMAGED" : "MISSING", u,
 		       mi.path ? mi.path : "-");
 	}
+	/* what a degraded open left out, and why */
+	const char *lp, *lw;
+	for (unsigned i = 0; recfs_pack_left_out(p, i, &lp, &lw, NULL) == 0; i++)
+		printf("left out:       %s: %s\n", lp, lw);
 	printf("chunk size:     %s\n", recfs_fmt_size(pi.chunk_size, b, sizeof(b)));
 	printf("capacity:       %s (%llu bytes)\n", recfs_fmt_size(pi.capacity, b, sizeof(b)),
 	       (unsigned long long)pi.capacity);
@@ -114,7 +119,7 @@ static int cmd_info(int argc, char **argv)
 		printf("warning:        %u damaged directory entries skipped: run fsck.recfs\n",
 		       pi.bad_entries);
 	if (pi.members_present != pi.members)
-		printf("warning:        pack is degraded: data on missing members is unreadable\n");
+		printf("warning:        pack is degraded: data on missing or damaged members is unreadable\n");
 	recfs_pack_close(p);
 	return 0;
 }
@@ -170,16 +175,16 @@ static int cmd_ls(int argc, char **argv)
 		recfs_fmt_time(r.start_ns, t1, sizeof(t1));
 		recfs_fmt_time(r.end_ns, t2, sizeof(t2));
 		if (json) {
-			printf("%s\n {\"name\": ", n ? "," : "");
-			recfs_json_str(stdout, r.name);
+			printf("%s\n {", n ? "," : "");
+			recfs_json_name(stdout, "name", r.name);
 			printf(", \"size\": %llu, \"state\": \"%s\", \"start\": \"%s\", \"end\": \"%s\", "
 			       "\"start_ns\": %llu, \"end_ns\": %llu, \"rate_bytes_per_s\": %.0f, "
-			       "\"uid\": \"%016llx\", \"format\": \"%s\", \"frame_size\": %u, \"source\": ",
+			       "\"uid\": \"%016llx\", \"format\": \"%s\", \"frame_size\": %u, ",
 			       (unsigned long long)r.committed_len, state_name(r.state), t1, t2,
 			       (unsigned long long)r.start_ns, (unsigned long long)r.end_ns,
 			       rec_rate(&r), (unsigned long long)r.uid, fmt_name(r.input.format),
 			       r.input.frame_size);
-			recfs_json_str(stdout, r.input.source);
+			recfs_json_name(stdout, "source", r.input.source);
 			printf(", \"allocated\": %llu, \"packets\": %llu, \"wrong_size\": %llu, "
 			       "\"dropped\": %llu, \"frames_lost\": %llu, \"out_of_order\": %llu, "
 			       "\"invalid\": %llu, \"gaps_coalesced\": %s, \"gaps\": [",

@@ -30,10 +30,10 @@ int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why,
 		return 0;
 	double dur = r->t_first ? (double)(r->t_end - r->t_first) * 1e-9 : 0;
 	const struct recfs_loss *l = &r->loss;
-	fprintf(f, "{\n  \"name\": ");
-	recfs_json_str(f, r->name);
-	fprintf(f, ",\n  \"input\": ");
-	recfs_json_str(f, r->input_spec);
+	fprintf(f, "{\n  ");
+	recfs_json_name(f, "name", r->name);
+	fprintf(f, ",\n  ");
+	recfs_json_name(f, "input", r->input_spec);
 	fprintf(f, ",\n  \"stop\": ");
 	recfs_json_str(f, rr_stop_what[why]);
 	fprintf(f, ",\n  \"exit_status\": %d,\n", status);
@@ -50,8 +50,8 @@ int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why,
 	for (unsigned i = 0; r->g && i < r->g->members; i++) {
 		const struct rr_member_stat *m = &r->mst[i];
 		struct recfs_dev *d = recfs_pack_dev(r->p, i);
-		fprintf(f, "%s\n    {\"index\": %u, \"path\": ", i ? "," : "", i);
-		recfs_json_str(f, d ? d->path : "");
+		fprintf(f, "%s\n    {\"index\": %u, ", i ? "," : "", i);
+		recfs_json_name(f, "path", d ? d->path : "");
 		fprintf(f, ", \"writes\": %llu, \"short_writes\": %llu, \"latency_max_s\": %.6f, \"latency_mean_s\": %.6f}",
 			(unsigned long long)m->writes, (unsigned long long)m->short_writes,
 			(double)m->max_ns * 1e-9,

@@ -34,7 +34,7 @@ static void usage(FILE *out)
 	    "  -o OPTIONS        comma-separated options:\n"
 	    "     uid=N gid=N umask=OCT   owner and permission mask of every file (0444 & ~umask)\n"
 	    "     noverify        return a chunk whose checksum does not match instead of EIO\n"
-	    "     degraded        mount with missing members; their chunks read as EIO\n"
+	    "     degraded        mount with missing or damaged members; their chunks read as EIO\n"
 	    "     direct_io       bypass the page cache (default: page cache, keep_cache on\n"
 	    "                     sealed recordings; recordings still growing are direct)\n"
 	    "     nokeep_cache    drop cached pages at every open\n"
@@ -289,6 +289,25 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "%s: %s\n", prog, recfs_errmsg());
 		goto out_close_pack;
+	}
+	/* degraded: name what is left out, and why (before going to the background) */
+	for (unsigned i = 0; i < pi.members; i++) {
+		struct recfs_member_info mi;
+		char u[37];
+		if (recfs_pack_member(c.p, i, &mi) || mi.present || mi.damaged)
+			continue;
+		recfs_uuid_unparse(mi.uuid, u);
+		fprintf(stderr, "%s: degraded: member %u (UUID %s) is missing\n", prog, i, u);
+	}
+	{
+		const char *lp, *lw;
+		int lm;
+		for (unsigned i = 0; recfs_pack_left_out(c.p, i, &lp, &lw, &lm) == 0; i++) {
+			char m[32] = "";
+			if (lm >= 0)
+				snprintf(m, sizeof(m), " (member %d)", lm);
+			fprintf(stderr, "%s: degraded: %s%s left out: %s\n", prog, lp, m, lw);
+		}
 	}
 	c.created_ns = pi.created_ns;
 	c.reloaded_ns = rm_now();

@@ -101,6 +101,14 @@ struct recfs_pack {
 	uint32_t *hash;
 	uint32_t hash_size;
 	uint32_t bad_entries;   /* skipped at load: bad extent, duplicate name */
+
+	/* devices a degraded open left out: damaged or unreadable */
+	struct recfs_left {
+		char *path;
+		char *why;
+		int member;     /* index from its superblock, -1 unknown */
+	} left[RECFS_MAX_MEMBERS];
+	unsigned nleft;
 };
 
 /* shared between pack.c and rec.c */

@@ -517,12 +517,37 @@ static bool same_geom(const struct recfs_super *a, const struct recfs_super *b)
 	       !memcmp(a->member_uuids, b->member_uuids, sizeof(a->member_uuids));
 }
 
+/* Remember a device a degraded open leaves out, and why (without its
+ * path).  member: the index its superblock gives, -1 if unknown. */
+static int left_add(struct recfs_pack *p, const char *path, int member, const char *why)
+{
+	struct recfs_left *l;
+
+	if (p->nleft >= RECFS_MAX_MEMBERS)
+		return 0; /* at most RECFS_MAX_MEMBERS paths are given */
+	l = &p->left[p->nleft];
+	l->path = strdup(path);
+	l->why = strdup(why);
+	l->member = member;
+	if (!l->path || !l->why) {
+		free(l->path);
+		free(l->why);
+		return recfs_seterr(-ENOMEM, "out of memory");
+	}
+	p->nleft++;
+	return 0;
+}
+
 static void pack_free(struct recfs_pack *p)
 {
 	if (!p)
 		return;
 	for (unsigned i = 0; i < RECFS_MAX_MEMBERS; i++)
 		recfs_dev_close(p->m[i].dev);
+	for (unsigned i = 0; i < p->nleft; i++) {
+		free(p->left[i].path);
+		free(p->left[i].why);
+	}
 	dir_clear(p);
 	free(p->ent);
 	free(p->bad);
@@ -538,7 +563,7 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 	struct recfs_super *sbs = NULL;
 	int *ok = NULL;
 	struct recfs_pack *p = NULL;
-	char why[256], why2[256], first_bad[700] = "";
+	char why[256], why2[256], bad[600], first_bad[700] = "";
 	uint64_t known_size = 0;
 	int err = 0, ref = -1;
 
@@ -584,13 +609,17 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 			ok[i] = 1;
 			continue;
 		}
-		snprintf(first_bad, sizeof(first_bad),
-			 "%s: not a recfs member: primary superblock: %s; backup: %s", devs[i]->path,
+		snprintf(bad, sizeof(bad), "not a recfs member: primary superblock: %s; backup: %s",
 			 why, why2);
-		if (flags & RECFS_O_DEGRADED)
-			continue;
-		err = recfs_seterr(-EUCLEAN, "%s", first_bad);
-		goto out_close_devs;
+		snprintf(first_bad, sizeof(first_bad), "%s: %s", devs[i]->path, bad);
+		if (!(flags & RECFS_O_DEGRADED)) {
+			err = recfs_seterr(-EUCLEAN, "%s", first_bad);
+			goto out_close_devs;
+		}
+		/* degraded: left out like a missing member, and named */
+		err = left_add(p, devs[i]->path, -1, bad);
+		if (err)
+			goto out_close_devs;
 	}
 	/* the pack: the UUID most members carry (ties: the first given) */
 	{
@@ -637,16 +666,29 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 			goto out_close_devs;
 		}
 		if (devs[i]->size < p->sb.member_size) {
-			err = recfs_seterr(-EUCLEAN,
-					   "%s: device is %llu bytes, smaller than the pack's member size %llu (truncated?)",
-					   devs[i]->path, (unsigned long long)devs[i]->size,
-					   (unsigned long long)p->sb.member_size);
-			goto out_close_devs;
+			snprintf(why, sizeof(why),
+				 "device is %llu bytes, smaller than the pack's member size %llu (truncated?)",
+				 (unsigned long long)devs[i]->size,
+				 (unsigned long long)p->sb.member_size);
+			if (!(flags & RECFS_O_DEGRADED)) {
+				err = recfs_seterr(-EUCLEAN, "%s: %s", devs[i]->path, why);
+				goto out_close_devs;
+			}
+			/* degraded: member idx is damaged; left out like a missing one */
+			err = left_add(p, devs[i]->path, (int)idx, why);
+			if (err)
+				goto out_close_devs;
+			continue;
 		}
 		p->m[idx].dev = devs[i];
 		p->m[idx].sb = sbs[i];
 		devs[i] = NULL;
 		p->present++;
+	}
+	if (p->present == 0) {
+		/* every device left out (degraded): nothing to assemble */
+		err = recfs_seterr(-EUCLEAN, "%s: %s", p->left[0].path, p->left[0].why);
+		goto out_close_devs;
 	}
 	for (unsigned i = 0; i < p->sb.member_count; i++) {
 		char u[37];
@@ -701,9 +743,9 @@ out_close_devs:
 int recfs_pack_open(const char *spec, unsigned flags, struct recfs_pack **out)
 {
 	struct recfs_dev *devs[RECFS_MAX_MEMBERS] = {0};
-	char **paths;
+	char **paths, *why[RECFS_MAX_MEMBERS] = {0};
 	unsigned n, nd = 0;
-	int err;
+	int err, first_err = 0;
 
 	err = recfs_spec_split(spec, &paths, &n);
 	if (err)
@@ -722,18 +764,46 @@ int recfs_pack_open(const char *spec, unsigned flags, struct recfs_pack **out)
 		err = recfs_dev_open(paths[i], df, &devs[nd]);
 		if (err) {
 			if ((flags & RECFS_O_DEGRADED) && !(flags & RECFS_O_RDWR) &&
-			    (err == -ENOENT || err == -ENXIO || err == -EIO))
+			    (err == -ENOENT || err == -ENXIO || err == -EIO)) {
+				/* left out like a missing member; its error kept to name it */
+				const char *m = recfs_errmsg();
+				size_t pl = strlen(paths[i]);
+				if (!strncmp(m, paths[i], pl) && !strncmp(m + pl, ": ", 2))
+					m += pl + 2;
+				if (!first_err)
+					first_err = err;
+				if (!(why[i] = strdup(m))) {
+					err = recfs_seterr(-ENOMEM, "out of memory");
+					goto out_close;
+				}
 				continue;
+			}
 			goto out_close;
 		}
 		nd++;
 	}
-	recfs_spec_free(paths, n);
-	return recfs_pack_open_devs(devs, nd, flags, out);
+	if (nd == 0 && first_err) {
+		/* nothing opened: the first device's error, as without degraded */
+		for (unsigned i = 0; i < n; i++)
+			if (why[i]) {
+				err = recfs_seterr(first_err, "%s: %s", paths[i], why[i]);
+				break;
+			}
+		goto out_close;
+	}
+	err = recfs_pack_open_devs(devs, nd, flags, out); /* owns devs from here */
+	nd = 0;
+	for (unsigned i = 0; i < n && !err; i++)
+		if (why[i] && (err = left_add(*out, paths[i], -1, why[i]))) {
+			recfs_pack_close(*out);
+			*out = NULL;
+		}
 
 out_close:
 	for (unsigned i = 0; i < nd; i++)
 		recfs_dev_close(devs[i]);
+	for (unsigned i = 0; i < n; i++)
+		free(why[i]);
 	recfs_spec_free(paths, n);
 	return err;
 }
@@ -833,7 +903,26 @@ int recfs_pack_member(struct recfs_pack *p, unsigned i, struct recfs_member_info
 		mi->dev_size = p->m[i].dev->size;
 		mi->present = true;
 		mi->failed = p->m[i].failed;
+		return 0;
 	}
+	for (unsigned k = 0; k < p->nleft; k++)
+		if (p->left[k].member == (int)i) {
+			mi->path = p->left[k].path;
+			mi->damaged = p->left[k].why;
+			break;
+		}
+	return 0;
+}
+
+int recfs_pack_left_out(struct recfs_pack *p, unsigned i, const char **path, const char **why,
+			int *member)
+{
+	if (i >= p->nleft)
+		return -ENOENT;
+	*path = p->left[i].path;
+	*why = p->left[i].why;
+	if (member)
+		*member = p->left[i].member;
 	return 0;
 }
 

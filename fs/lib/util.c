@@ -416,34 +416,91 @@ int recfs_paths_distinct(char *const paths[], unsigned n)
 	return ret;
 }
 
-/* length of the valid UTF-8 sequence at c, 0 if invalid */
-static int utf8_len(const unsigned char *c)
+/* Well-formed UTF-8 (Unicode 15, table 3-7): the second byte's range
+ * depends on the first, which excludes overlong forms (C0, C1, E0 80-9F,
+ * F0 80-8F), surrogates (ED A0-BF) and values above U+10FFFF (F4 90-BF,
+ * F5-FF). */
+size_t recfs_utf8_len(const void *s, size_t n)
 {
-	int n = *c >= 0xf0 && *c <= 0xf4 ? 4 : *c >= 0xe0 ? 3 : *c >= 0xc2 && *c <= 0xdf ? 2 : 0;
-	if (*c >= 0xf5 || (*c >= 0xe0 && *c < 0xf0 && n != 3))
+	const unsigned char *c = s;
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len;
+
+	if (n == 0)
 		return 0;
-	for (int k = 1; k < n; k++)
+	if (c[0] < 0x80)
+		return 1;
+	if (c[0] >= 0xc2 && c[0] <= 0xdf)
+		len = 2;
+	else if (c[0] >= 0xe0 && c[0] <= 0xef) {
+		len = 3;
+		if (c[0] == 0xe0)
+			lo = 0xa0;
+		else if (c[0] == 0xed)
+			hi = 0x9f;
+	} else if (c[0] >= 0xf0 && c[0] <= 0xf4) {
+		len = 4;
+		if (c[0] == 0xf0)
+			lo = 0x90;
+		else if (c[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (n < len || c[1] < lo || c[1] > hi)
+		return 0;
+	for (size_t k = 2; k < len; k++)
 		if ((c[k] & 0xc0) != 0x80)
 			return 0;
-	return n;
+	return len;
+}
+
+bool recfs_utf8_valid(const void *s, size_t n)
+{
+	const unsigned char *c = s;
+
+	for (size_t i = 0, k; i < n; i += k)
+		if ((k = recfs_utf8_len(c + i, n - i)) == 0)
+			return false;
+	return true;
 }
 
 void recfs_json_str(FILE *f, const char *s)
 {
+	size_t n = strlen(s);
+	const unsigned char *c = (const unsigned char *)s;
+
 	fputc('"', f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		int n;
-		if (*c == '"' || *c == '\\')
-			fprintf(f, "\\%c", *c);
-		else if (*c < 0x20 || *c == 0x7f)
-			fprintf(f, "\\u%04x", *c);
-		else if (*c < 0x80)
-			fputc(*c, f);
-		else if ((n = utf8_len(c)) > 0) {
-			fwrite(c, 1, (size_t)n, f);
-			c += n - 1;
-		} else
-			fprintf(f, "\\u%04x", *c);
+	for (size_t i = 0, k; i < n; i += k) {
+		k = recfs_utf8_len(c + i, n - i);
+		if (k == 0) {
+			fputs("\\ufffd", f); /* U+FFFD */
+			k = 1;
+		} else if (c[i] == '"' || c[i] == '\\')
+			fprintf(f, "\\%c", c[i]);
+		else if (c[i] == '\n')
+			fputs("\\n", f);
+		else if (c[i] == '\t')
+			fputs("\\t", f);
+		else if (c[i] < 0x20 || c[i] == 0x7f)
+			fprintf(f, "\\u%04x", c[i]);
+		else
+			fwrite(c + i, 1, k, f);
 	}
+	fputc('"', f);
+}
+
+void recfs_json_name(FILE *f, const char *key, const char *s)
+{
+	size_t n = strlen(s);
+
+	fputc('"', f);
+	fputs(key, f);
+	fputs("\": ", f);
+	recfs_json_str(f, s);
+	if (recfs_utf8_valid(s, n))
+		return;
+	fprintf(f, ", \"%s_hex\": \"", key);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%02x", (unsigned char)s[i]);
 	fputc('"', f);
 }

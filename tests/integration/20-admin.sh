@@ -39,7 +39,8 @@ assert d["scan1"]["size"] == 3333333 and d["scan1"]["state"] == "sealed"
 assert d["scan2"]["frames_lost"] == 7 and d["scan2"]["gaps"][1] == {"offset": 80320, "frames": 4, "thread": 1}
 assert d["scan2"]["source"] == "udp:0.0.0.0:5000" and d["scan2"]["frame_size"] == 8032
 assert d["zero"]["size"] == 0 and d["crashed"]["state"] == "recording"
-assert "caf\u00e9 \u00ff" in d, sorted(d)   # UTF-8 as is; the stray 0xff byte escaped
+assert d["caf\u00e9 \ufffd"]["name_hex"] == "636166c3a920ff", sorted(d)   # UTF-8 as is; the stray 0xff byte lossy, name_hex exact
+assert "name_hex" not in d["scan1"]
 ' "$OUT"
 
 run recfs info "$PACK"

@@ -38,14 +38,15 @@ run recfs-play --check counter "$PACK" cnt
 check "gen:counter verified byte for byte (exit $RC: $OUT)" \
 	grep -q "'cnt': 41943040 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
 # a name that is not UTF-8 (names may hold any byte but /): --stats-json
-# stays valid JSON, escaping the byte as recfs ls --json does
+# stays valid JSON: the bad byte as U+FFFD, the exact bytes in name_hex, as
+# recfs ls --json writes it (test 21 has more)
 BADNAME=$(printf 'n\xe9-\x01')
 check "a name with a non-UTF-8 byte records" recfs-record $B -i gen:counter --size 1M \
 	--stats-json "$T_DIR/bad.json" "$PACK" "$BADNAME"
-check "--stats-json of that name is valid JSON, the bytes escaped" python3 -c '
-import json,sys; j=json.load(open(sys.argv[1], encoding="utf-8")); assert j["name"]=="n\u00e9-\u0001", j["name"]' "$T_DIR/bad.json"
+check "--stats-json of that name is valid JSON, the bytes in name_hex" python3 -c '
+import json,sys; j=json.load(open(sys.argv[1], encoding="utf-8")); assert j["name"]=="n\ufffd-\u0001" and j["name_hex"]=="6ee92d01", j' "$T_DIR/bad.json"
 check "recfs ls --json writes the name the same way" python3 -c '
-import json,sys; assert any(r["name"]=="n\u00e9-\u0001" for r in json.load(sys.stdin))' < <(recfs ls --json "$PACK")
+import json,sys; assert any(r["name"]=="n\ufffd-\u0001" and r["name_hex"]=="6ee92d01" for r in json.load(sys.stdin))' < <(recfs ls --json "$PACK")
 check "gen:counter odd block size" recfs-record $B -i gen:counter --frame-size 1008 --size 3000007 "$PACK" cnt1008
 run recfs-play --check counter "$PACK" cnt1008
 check "1008-byte blocks verified ($OUT)" grep -q "3000007 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"

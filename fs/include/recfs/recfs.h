@@ -111,7 +111,8 @@ void recfs_map(const struct recfs_geom *g, uint64_t logical, unsigned *member,
 struct recfs_pack;
 
 #define RECFS_O_RDWR 0x1      /* one exclusive writer (locks every member) */
-#define RECFS_O_DEGRADED 0x2  /* assemble with missing members */
+#define RECFS_O_DEGRADED 0x2  /* assemble with missing, damaged or unreadable
+				* members left out (read-only) */
 #define RECFS_O_BUFFERED 0x4  /* members without O_DIRECT */
 
 /* spec: comma-separated member paths in any order. */
@@ -145,13 +146,23 @@ struct recfs_pack_info {
 int recfs_pack_info(struct recfs_pack *p, struct recfs_pack_info *info);
 
 struct recfs_member_info {
-	const char *path;   /* NULL when missing */
+	const char *path;   /* NULL when missing; when damaged, the device left out */
 	uint8_t uuid[16];
 	uint64_t dev_size;
 	bool present;
 	bool failed;        /* an I/O error since open */
+	const char *damaged; /* not present: a device given for it was left out by a
+			      * degraded open, why (e.g. too short); else NULL */
 };
 int recfs_pack_member(struct recfs_pack *p, unsigned i, struct recfs_member_info *mi);
+/* RECFS_O_DEGRADED treats a damaged or unreadable device like a missing
+ * member: it is left out and remembered here.  The i-th such device: its
+ * path, why (without the path) and the member index its superblock gives
+ * (-1 when it has none that is valid, or it could not be opened);
+ * -ENOENT past the last.  Without RECFS_O_DEGRADED the open fails with
+ * that reason, naming the device. */
+int recfs_pack_left_out(struct recfs_pack *p, unsigned i, const char **path, const char **why,
+			int *member);
 
 struct recfs_mkfs_opts {
 	uint32_t chunk_size;    /* 0: default */
@@ -297,9 +308,22 @@ int recfs_parse_secs(const char *what, const char *s, uint64_t lo_ns, uint64_t h
 int recfs_parse_size(const char *s, uint64_t *out);
 /* human size into buf: "1.50 GiB" */
 const char *recfs_fmt_size(uint64_t bytes, char *buf, size_t len);
-/* s as a JSON string: valid UTF-8 passes through; control characters and
- * bytes that are not UTF-8 are escaped as \u00XX (not reversible). */
+/* Strict UTF-8: the length of the well-formed sequence that starts s (at
+ * most n bytes), 0 if none (overlong forms, surrogates, values above
+ * U+10FFFF, stray continuation bytes, a sequence cut short). */
+size_t recfs_utf8_len(const void *s, size_t n);
+/* all n bytes are well-formed UTF-8 */
+bool recfs_utf8_valid(const void *s, size_t n);
+/* s as a JSON string that is valid UTF-8 whatever s holds: well-formed
+ * UTF-8 passes through, '"', '\\' and control characters are escaped, and
+ * each byte that is not part of a well-formed sequence becomes \ufffd
+ * (lossy). */
 void recfs_json_str(FILE *f, const char *s);
+/* "KEY": s as recfs_json_str writes it, and when s is not valid UTF-8,
+ * after it ', "KEY_hex": "..."' with s's exact bytes in lowercase hex: the
+ * way every tool writes a name (or any string from the user) in JSON, so
+ * that different names never read the same. */
+void recfs_json_name(FILE *f, const char *key, const char *s);
 /* ISO 8601 UTC with ms: "2026-11-22T04:18:34.123Z" */
 const char *recfs_fmt_time(uint64_t ns, char *buf, size_t len);
 void recfs_uuid_unparse(const uint8_t uuid[16], char out[37]);
