@@ -372,7 +372,9 @@ int main(int argc, char **argv)
 		snprintf(msg, sizeof(msg), "%.511s", r->cm_msg);
 	err = cm_seal(r, len);
 	if (err) {
-		snprintf(msg, sizeof(msg), "%s; '%s' not sealed: its last %llu committed bytes are durable",
+		snprintf(msg, sizeof(msg),
+			 "%s; '%s' may not be sealed: its last %llu committed bytes are durable"
+			 " (fsck.recfs -y recovers it)",
 			 recfs_errmsg(), r->name, (unsigned long long)r->rec.committed_len);
 		status = RR_EXIT_IO;
 	} else {

@@ -109,7 +109,15 @@ struct recfs_pack {
 		int member;     /* index from its superblock, -1 unknown */
 	} left[RECFS_MAX_MEMBERS];
 	unsigned nleft;
+
+	/* the first member failure since open, for "no member is writable" */
+	char first_fail[256];
 };
+/* after a member was marked failed and recfs_errmsg() says why: keep the
+ * first such message */
+void recfs_note_fail(struct recfs_pack *p);
+/* -ENXIO: every member has failed, naming the first failure */
+int recfs_none_writable(struct recfs_pack *p);
 
 /* shared between pack.c and rec.c */
 int64_t recfs__hash_find(const struct recfs_pack *p, const char *name);

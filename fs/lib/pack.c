@@ -23,6 +23,19 @@ int recfs_meta_read(struct recfs_pack *p, unsigned member, void *buf, size_t len
 	return err;
 }
 
+void recfs_note_fail(struct recfs_pack *p)
+{
+	if (!p->first_fail[0])
+		snprintf(p->first_fail, sizeof(p->first_fail), "%s", recfs_errmsg());
+}
+
+int recfs_none_writable(struct recfs_pack *p)
+{
+	if (p->first_fail[0])
+		return recfs_seterr(-ENXIO, "no member of the pack is writable (first: %s)", p->first_fail);
+	return recfs_seterr(-ENXIO, "no member of the pack is writable");
+}
+
 int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint64_t off)
 {
 	int ret = 0, ok = 0;
@@ -37,12 +50,13 @@ int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint
 			if (!ret)
 				ret = recfs_seterr(err, "member %u (%s): metadata write failed: %s", i,
 						   d->path, strerror(-err));
+			recfs_note_fail(p);
 			continue;
 		}
 		ok++;
 	}
 	if (!ok && !ret)
-		ret = recfs_seterr(-ENXIO, "no member of the pack is writable");
+		ret = recfs_none_writable(p);
 	return ret;
 }
 
@@ -60,6 +74,7 @@ int recfs_flush_all(struct recfs_pack *p)
 			if (!ret)
 				ret = recfs_seterr(err, "member %u (%s): flush failed: %s", i, d->path,
 						   strerror(-err));
+			recfs_note_fail(p);
 		}
 	}
 	return ret;

@@ -54,13 +54,14 @@ static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r)
 			if (!ret)
 				ret = recfs_seterr(err, "member %u (%s): directory write failed: %s", i,
 						   d->path, strerror(-err));
+			recfs_note_fail(p);
 			continue;
 		}
 		ok++;
 	}
 	recfs_free(blk);
 	if (!ok && !ret)
-		ret = recfs_seterr(-ENXIO, "no member of the pack is writable");
+		ret = recfs_none_writable(p);
 	if (!ret)
 		ret = recfs_flush_all(p);
 	if (!ret && r->seq > p->seq[r->index])
@@ -280,13 +281,14 @@ static int slots_store(struct recfs_pack *p, const struct recfs_rec *r, uint64_t
 			if (!ret)
 				ret = recfs_seterr(err, "member %u (%s): checksum table write failed: %s",
 						   i, d->path, strerror(-err));
+			recfs_note_fail(p);
 			continue;
 		}
 		ok++;
 	}
 	recfs_free(buf);
 	if (!ok && !ret)
-		ret = recfs_seterr(-ENXIO, "no member of the pack is writable");
+		ret = recfs_none_writable(p);
 	return ret;
 }
 
@@ -658,8 +660,9 @@ static int write_chunk(struct recfs_appender *a)
 	err = d->ops->pwrite(d, a->chunk, wlen, moff);
 	if (err) {
 		p->m[m].failed = true;
-		return recfs_seterr(err, "member %u (%s): data write failed: %s", m, d->path,
-				    strerror(-err));
+		recfs_seterr(err, "member %u (%s): data write failed: %s", m, d->path, strerror(-err));
+		recfs_note_fail(p);
+		return err;
 	}
 	return csum_put(a, c, recfs_chunk_csum(a->r->uid, c, a->chunk, a->fill));
 }

@@ -20,3 +20,11 @@ EXTRA_CHECK_DEPS += $(BUILD)/tests/aioshim.so
 $(BUILD)/tests/aioshim.so: tests/tools/aioshim.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -lpthread
+
+# LD_PRELOAD shim: an input read or a flush failing on demand
+# (tests/integration/3b-record-failures.sh)
+TEST_TOOLS += $(BUILD)/tests/failshim.so
+EXTRA_CHECK_DEPS += $(BUILD)/tests/failshim.so
+$(BUILD)/tests/failshim.so: tests/tools/failshim.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $<
