@@ -106,19 +106,28 @@ PY
 	wait "${PIDS[-1]}" 2>/dev/null
 	kill -TERM "$DPID"; wait "$DPID"
 	[ -z "$LAT" ] && LAT=$(cat "$TMP/lat")
-	for ((i = 0; i < K; i++)); do "$BIN/recfs" cat "$PACK" "$(printf g%04d $i)"; done >"$TMP/all"
-	read -r between blocks < <(python3 - "$TMP/all" <<'PY'
+	# the scans concatenated, streamed: each 8 KiB block starts with its serial
+	read -r between blocks < <(for ((i = 0; i < K; i++)); do "$BIN/recfs" cat "$PACK" "$(printf g%04d $i)"; done |
+		python3 -c '
 import sys
-d = open(sys.argv[1], "rb").read()
 B = 8192
-ser = [int.from_bytes(d[k:k + 8], "little") for k in range(0, len(d), B)]
-print(sum(b - a - 1 for a, b in zip(ser, ser[1:]) if b != a + 1), len(ser))
-PY
-)
+f = sys.stdin.buffer
+gap = n = 0
+last = None
+while True:
+    d = f.read(B * 1024)
+    if not d:
+        break
+    for k in range(0, len(d), B):
+        s = int.from_bytes(d[k:k + 8], "little")
+        if last is not None and s != last + 1:
+            gap += s - last - 1
+        last = s
+        n += 1
+print(gap, n)')
 	dropped=$("$BIN/recfs" ls --json "$PACK" | python3 -c 'import json,sys; print(sum(r["dropped"] for r in json.load(sys.stdin)))')
 	mbs=$(python3 -c "print(int($blocks * 8192 / ($K * $SCAN) / 1e6))")
 	printf "%8s %8s %7s %12s %12s %9s\n" "$r" "$mbs" "$K" "$between" "$dropped" "$blocks"
-	rm -f "$TMP/all"
 done
 echo "(between: counter blocks missing where one scan ends and the next begins, target 0; dropped: inside scans)"
 

@@ -505,6 +505,10 @@ static void rcv_udp(struct rr *r)
 		/* the kernel's drop count, read once a chunk (for rcv_publish's
 		 * loss snapshot) and right after the call that reaches the
 		 * limit, so no drop from after the last datagram is counted */
+		/* the scan's first datagram is in the ring: stamped before the
+		 * coalescing sleep below, which is not part of the latency */
+		if (got > 0 && !seg->first_seen)
+			rcv_first(r, seg);
 		at_limit = got > 0 && (uint64_t)got * P >= budget;
 		if (got > 0 && (filled / r->chunk != (filled + (uint64_t)got * P) / r->chunk || at_limit))
 			rcv_kernel_drops(r);
@@ -536,8 +540,6 @@ static void rcv_udp(struct rr *r)
 			filled = old + budget; /* cut the last datagram at the limit */
 		atomic_fetch_add_explicit(&r->tot_packets, (uint64_t)got, memory_order_relaxed);
 		atomic_fetch_add_explicit(&r->tot_bytes, filled - old, memory_order_relaxed);
-		if (!seg->first_seen && filled != old)
-			rcv_first(r, seg);
 		if (filled != old)
 			rcv_publish(r, old, filled);
 	}

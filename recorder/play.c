@@ -161,8 +161,9 @@ static int pl_send(struct pl *pl, const uint8_t *buf, size_t len, uint32_t P, ui
 			msgs[n].msg_hdr.msg_iovlen = (size_t)i;
 			off += k;
 			n++;
-			/* keep the pacing fine-grained at low rates */
-			if (pl->rate && pl->rate < (64ull << 20) && n == 8)
+			/* paced: about 100 us of the stream per call, so the
+			 * stream is smooth, not bursts of PL_BATCH datagrams */
+			if (pl->rate && n >= pl->rate / 10000 / P)
 				break;
 		}
 		unsigned done = 0;
