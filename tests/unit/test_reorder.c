@@ -465,12 +465,116 @@ static void run_random(bool any, uint64_t dflt)
 	assert_true(states > 0);
 }
 
+/* the backend itself: what a reboot keeps of overlapping writes, torn
+ * writes, members apart; read faults */
+struct sectorpick {
+	uint64_t mask;   /* bit base[member]+k: write k kept */
+	uint8_t only[4]; /* if only[0]: write 0 of member 0 keeps these sectors */
+};
+
+static void pick_sectors(void *ctx, unsigned member, size_t k, size_t nlog, uint64_t off,
+			 size_t len, uint8_t *keep)
+{
+	const struct sectorpick *sp = ctx;
+	size_t ns = (len + RECFS_SECTOR - 1) / RECFS_SECTOR;
+	(void)nlog, (void)off;
+	if (member == 0 && k == 0 && sp->only[0]) {
+		for (size_t j = 0; j < ns && j < 4; j++)
+			keep[j] = sp->only[j] == 2;
+		return;
+	}
+	if (sp->mask >> (member ? 2 + k : k) & 1)
+		memset(keep, 1, ns);
+}
+
+/* expected bytes of member 0's first 1536 as 3 chars per 512 ('0' zero) */
+static void expect3(struct recfs_fault *f, const char *want)
+{
+	const uint8_t *img = recfs_fault_image(f, 0);
+	for (unsigned j = 0; j < 3; j++) {
+		uint8_t w = want[j] == '0' ? 0 : (uint8_t)want[j];
+		for (unsigned b = 0; b < RECFS_SECTOR; b++)
+			if (img[j * RECFS_SECTOR + b] != w)
+				fail_msg("want %s: sector %u byte %u is 0x%02x", want, j, b,
+					 img[j * RECFS_SECTOR + b]);
+	}
+}
+
+static void test_backend(void **s)
+{
+	struct recfs_fault *f = recfs_fault_new(2, 1 << 20);
+	struct recfs_dev *d0 = recfs_fault_dev(f, 0), *d1 = recfs_fault_dev(f, 1);
+	uint8_t a[1024], b[1024], c[512], buf[512];
+	(void)s;
+
+	memset(a, 'A', sizeof(a));
+	memset(b, 'B', sizeof(b));
+	memset(c, 'C', sizeof(c));
+	assert_int_equal(d1->ops->pwrite(d1, c, 512, 4096), 0);
+	assert_int_equal(d1->ops->flush(d1), 0); /* durable: never a candidate */
+	assert_int_equal(d0->ops->pwrite(d0, a, 1024, 0), 0);   /* sectors 0-1 */
+	assert_int_equal(d0->ops->pwrite(d0, b, 1024, 512), 0); /* sectors 1-2 */
+	assert_int_equal(d1->ops->pwrite(d1, c, 512, 0), 0);
+	assert_int_equal(recfs_fault_pending(f, 0), 2);
+	assert_int_equal(recfs_fault_pending(f, 1), 1);
+	recfs_fault_cut_at_flush(f, 2);
+	assert_int_equal(d0->ops->flush(d0), -EIO);
+	assert_true(recfs_fault_cut_fired(f));
+	assert_int_equal(d1->ops->pwrite(d1, c, 512, 0), -EIO); /* the power is off */
+	assert_int_equal(recfs_fault_pending(f, 0), 2);
+
+	static const struct {
+		struct sectorpick p;
+		const char *m0;
+		bool c;
+	} cases[] = {
+		{{0, {0}}, "000", false},
+		{{1, {0}}, "AA0", false},
+		{{2, {0}}, "0BB", false}, /* the later write alone: a legal state */
+		{{3, {0}}, "ABB", false}, /* a sector is its newest persisted write's */
+		{{4, {0}}, "000", true},  /* members apart */
+		{{7, {0}}, "ABB", true},
+		{{0, {1, 2}}, "0A0", false},    /* A torn: its second sector only */
+		{{2, {2, 1}}, "ABB", false},    /* A's first sector, then all of B */
+	};
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct recfs_fault *g = recfs_fault_clone(f);
+		assert_non_null(g);
+		recfs_fault_reboot_pick(g, pick_sectors, (void *)&cases[k].p);
+		expect3(g, cases[k].m0);
+		const uint8_t *m1 = recfs_fault_image(g, 1);
+		assert_int_equal(m1[0], cases[k].c ? 'C' : 0);
+		assert_int_equal(m1[4096], 'C');
+		assert_false(recfs_fault_cut_fired(g));
+		assert_int_equal(recfs_fault_pending(g, 0), 0);
+		recfs_fault_free(g);
+	}
+	recfs_fault_reboot_pick(f, pick_sectors, &(struct sectorpick){3, {0}});
+	expect3(f, "ABB");
+
+	/* read faults: only the range, on its member, until cleared */
+	assert_int_equal(recfs_fault_read_error(f, 0, 1000, 1), 0);
+	assert_int_equal(d0->ops->pread(d0, buf, 512, 512), -EIO);
+	assert_int_equal(d0->ops->pread(d0, buf, 512, 0), 0);
+	assert_int_equal(d0->ops->pread(d0, buf, 512, 1024), 0);
+	assert_int_equal(d1->ops->pread(d1, buf, 512, 512), 0);
+	recfs_fault_reboot(f);
+	assert_int_equal(d0->ops->pread(d0, buf, 512, 512), -EIO);
+	recfs_fault_read_clear(f);
+	assert_int_equal(d0->ops->pread(d0, buf, 512, 512), 0);
+	assert_int_equal(buf[0], 'B');
+	recfs_dev_close(d0);
+	recfs_dev_close(d1);
+	recfs_fault_free(f);
+}
+
 static void test_random_prefix(void **s) { (void)s; run_random(false, 2000); }
 static void test_random_any(void **s) { (void)s; run_random(true, 500); }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_backend),
 		cmocka_unit_test(test_subsets),
 		cmocka_unit_test(test_random_prefix),
 		cmocka_unit_test(test_random_any),
