@@ -23,7 +23,8 @@
  * RECFS_REORDER_SAMPLES (default 2000 prefix-torn, 500 any-sector) sets
  * the random samples' size, RECFS_REORDER_SEED (default 1) their seed;
  * RECFS_REORDER_FSCK_EVERY (default 1: every state) runs the checker on
- * one state in N of the exhaustive part. */
+ * one state in N of the exhaustive part; RECFS_REORDER_ENUM_MAX (default
+ * 12, at most 20) is the most pending writes whose subsets are all tried. */
 #include <time.h>
 
 #include "helpers.h"
@@ -381,12 +382,15 @@ static void test_subsets(void **s)
 {
 	uint64_t nflush = session_flushes();
 	uint64_t fsck_every = env_num("RECFS_REORDER_FSCK_EVERY", SCALE);
+	uint64_t enum_max = env_num("RECFS_REORDER_ENUM_MAX", ENUM_MAX);
 	uint64_t x = env_num("RECFS_REORDER_SEED", 1) * 0x9E3779B97F4A7C15ull | 1;
 	unsigned long long states = 0, fscked = 0, cuts = 0, full = 0, sampled = 0;
 	size_t maxpend = 0;
 	double t0 = now_s();
 	(void)s;
 
+	if (enum_max > 20)
+		enum_max = 20;
 	for (uint64_t n = 1; n <= nflush; n++) {
 		struct tacked ack;
 		size_t pend[NM];
@@ -402,14 +406,14 @@ static void test_subsets(void **s)
 		}
 		if (tot > maxpend)
 			maxpend = tot;
-		uint64_t count = tot <= ENUM_MAX ? 1ull << tot : SUBSET_SAMPLES;
-		if (tot <= ENUM_MAX)
+		uint64_t count = tot <= enum_max ? 1ull << tot : SUBSET_SAMPLES;
+		if (tot <= enum_max)
 			full++;
 		else
 			sampled++;
 		for (uint64_t k = 0; k < count; k++) {
 			char what[160];
-			mp.mask = tot <= ENUM_MAX ? k : rng(&x) & (tot >= 64 ? ~0ull : (1ull << tot) - 1);
+			mp.mask = tot <= enum_max ? k : rng(&x) & (tot >= 64 ? ~0ull : (1ull << tot) - 1);
 			snprintf(what, sizeof(what), "cut before flush %llu/%llu, %zu+%zu pending, kept 0x%llx",
 				 (unsigned long long)n, (unsigned long long)nflush, pend[0], pend[1],
 				 (unsigned long long)mp.mask);
