@@ -80,6 +80,7 @@ struct ck_bad {
 struct ck {
 	const struct recfs_check_opts *o;
 	struct recfs_check_stats *st;
+	char last_io[400];          /* the last PR_MEMBER_IO text: said once */
 	unsigned n;
 	struct ck_member *a;
 	int at[RECFS_MAX_MEMBERS];  /* member index -> argument, -1 missing */
@@ -209,7 +210,12 @@ static void io_error(struct ck *c, struct recfs_dev *d, const char *what, int er
 
 	snprintf(s, sizeof(s), "%s failed: %s", what, recfs_errmsg());
 	pc.str = s;
-	problem(c, PR_MEMBER_IO, &pc);
+	/* the same block read for each recording whose slots it holds fails
+	 * the same way: one line */
+	if (strcmp(s, c->last_io)) {
+		problem(c, PR_MEMBER_IO, &pc);
+		snprintf(c->last_io, sizeof(c->last_io), "%s", s);
+	}
 	(void)err;
 	c->status |= RECFS_FSCK_ERROR;
 }

@@ -147,7 +147,7 @@ static void only_io(const char *text, const char *also)
  * from a good one, the same bytes).  Either way every byte of both
  * members is as it was. */
 static void member_io(unsigned member, uint64_t off, uint64_t len, const char *read_what,
-		      const char *also)
+		      const char *also, unsigned nio)
 {
 	struct recfs_fault *f = populated();
 	struct outbuf ob;
@@ -164,6 +164,8 @@ static void member_io(unsigned member, uint64_t off, uint64_t len, const char *r
 		if (!strstr(ob.text, want))
 			fail_msg("-%c: no '%s' in:\n%s", pass ? 'y' : 'n', want, ob.text);
 		only_io(ob.text, also);
+		if (count_code(ob.text, "PR_MEMBER_IO") != nio) /* each failed read once */
+			fail_msg("-%c: not %u PR_MEMBER_IO lines:\n%s", pass ? 'y' : 'n', nio, ob.text);
 		if (also && !strstr(ob.text, also))
 			fail_msg("-%c: no '%s' in:\n%s", pass ? 'y' : 'n', also, ob.text);
 		if (!strstr(ob.text, "injected I/O error"))
@@ -191,7 +193,7 @@ static void test_member_io_dir(void **s)
 	struct recfs_geom g;
 	(void)s;
 	geom(&g);
-	member_io(1, g.dir_off, RECFS_BLOCK, "directory read", NULL);
+	member_io(1, g.dir_off, RECFS_BLOCK, "directory read", NULL, 1);
 }
 
 static void test_member_io_bitmap(void **s)
@@ -200,7 +202,7 @@ static void test_member_io_bitmap(void **s)
 	(void)s;
 	geom(&g);
 	member_io(0, g.bitmap_off, 2 * g.bitmap_copy_size, "bitmap read",
-		  "PR_BMP_COPY: fault0: bitmap copy 1 (generation 7) is unreadable.");
+		  "PR_BMP_COPY: fault0: bitmap copy 1 (generation 7) is unreadable.", 2);
 }
 
 static void test_member_io_slots(void **s)
@@ -208,7 +210,8 @@ static void test_member_io_slots(void **s)
 	struct recfs_geom g;
 	(void)s;
 	geom(&g);
-	member_io(0, g.csum_off, RECFS_BLOCK, "checksum table read", NULL);
+	/* the block holds all three recordings' slots: one line, not three */
+	member_io(0, g.csum_off, RECFS_BLOCK, "checksum table read", NULL, 1);
 }
 
 /* an unreadable primary superblock is an invalid one, the error quoted;
