@@ -80,6 +80,7 @@ struct ck_bad {
 struct ck {
 	const struct recfs_check_opts *o;
 	struct recfs_check_stats *st;
+	char last_io[400];          /* the last PR_MEMBER_IO text: said once */
 	unsigned n;
 	struct ck_member *a;
 	int at[RECFS_MAX_MEMBERS];  /* member index -> argument, -1 missing */
@@ -209,7 +210,12 @@ static void io_error(struct ck *c, struct recfs_dev *d, const char *what, int er
 
 	snprintf(s, sizeof(s), "%s failed: %s", what, recfs_errmsg());
 	pc.str = s;
-	problem(c, PR_MEMBER_IO, &pc);
+	/* the same block read for each recording whose slots it holds fails
+	 * the same way: one line */
+	if (strcmp(s, c->last_io)) {
+		problem(c, PR_MEMBER_IO, &pc);
+		snprintf(c->last_io, sizeof(c->last_io), "%s", s);
+	}
 	(void)err;
 	c->status |= RECFS_FSCK_ERROR;
 }
@@ -708,7 +714,7 @@ static int pass2(struct ck *c)
 	const size_t nbytes = (size_t)((c->g.rows + 7) / 8);
 	uint8_t *buf[RECFS_MAX_MEMBERS][2] = {{0}};
 	struct recfs_bitmap_hdr h[RECFS_MAX_MEMBERS][2];
-	bool ok[RECFS_MAX_MEMBERS][2] = {{0}};
+	bool ok[RECFS_MAX_MEMBERS][2] = {{0}}, rfail[RECFS_MAX_MEMBERS][2] = {{0}};
 	int wi = -1, wk = 0;
 	struct ck_member *m;
 	struct recfs_pctx pc;
@@ -728,6 +734,7 @@ static int pass2(struct ck *c)
 			}
 			if (dev_read(m->dev, buf[i][k], size, off)) {
 				io_error(c, m->dev, "bitmap read", -EIO);
+				rfail[i][k] = true;
 				continue;
 			}
 			ok[i][k] = recfs_bitmap_decode(buf[i][k], size, c->seed, &h[i][k]) == 0 &&
@@ -765,7 +772,8 @@ static int pass2(struct ck *c)
 		pc.member = m->dev->path;
 		pc.a = (uint64_t)wk;
 		pc.b = c->bh.seq;
-		pc.str = b && ok[i][wk] && h[i][wk].seq < c->bh.seq ? "out of date" : "damaged";
+		pc.str = rfail[i][wk] ? "unreadable"
+			 : b && ok[i][wk] && h[i][wk].seq < c->bh.seq ? "out of date" : "damaged";
 		if (problem(c, PR_BMP_COPY, &pc)) {
 			dev_write(c, m->dev, c->bmp, size, c->g.bitmap_off + (uint64_t)wk * size);
 			if (m->dev->ops->flush(m->dev))
@@ -1160,8 +1168,12 @@ static void read_slot(struct ck *c, uint64_t lc, struct recfs_slot *v, bool *ok)
 	if (!blk)
 		return;
 	FOR_MEMBERS(c, i, m) {
-		if (dev_read(m->dev, blk, RECFS_BLOCK, b))
+		int err = dev_read(m->dev, blk, RECFS_BLOCK, b);
+		if (err) {
+			if (err != -ENXIO) /* past a short member's end */
+				io_error(c, m->dev, "checksum table read", err);
 			continue;
+		}
 		const struct recfs_disk_slot *s = (const void *)(blk + (off - b));
 		v[i].csum = le64toh(s->csum);
 		v[i].len = le32toh(s->len);
@@ -1687,8 +1699,14 @@ static int slots_check(struct ck *c, struct ck_rec *e)
 		uint64_t off = c->g.csum_off + (lc0 + k0) * RECFS_SLOT_SIZE;
 		uint64_t b0 = off / RECFS_BLOCK * RECFS_BLOCK;
 		uint64_t b1 = RECFS_ALIGN_UP(off + cnt * RECFS_SLOT_SIZE, RECFS_BLOCK);
-		FOR_MEMBERS(c, i, m)
-			rd[i] = dev_read(m->dev, buf[i], b1 - b0, b0) == 0;
+		FOR_MEMBERS(c, i, m) {
+			/* an unreadable replica is reported, and neither judged
+			 * nor rewritten */
+			int e2 = dev_read(m->dev, buf[i], b1 - b0, b0);
+			rd[i] = e2 == 0;
+			if (e2 && e2 != -ENXIO) /* ENXIO: past a short member's end */
+				io_error(c, m->dev, "checksum table read", e2);
+		}
 		for (uint64_t k = k0; k < k0 + cnt; k++) {
 			struct recfs_slot v[RECFS_MAX_MEMBERS];
 			const struct recfs_disk_slot *raw[RECFS_MAX_MEMBERS] = {0};

@@ -62,7 +62,7 @@ const struct recfs_problem recfs_problems[] = {
 	  "Every copy of the allocation bitmap is damaged; it is rebuilt from the recordings' extents." },
 	{ PR_BMP_COPY, "PR_BMP_COPY", "%m: bitmap copy %a (generation %b) is %s",
 	  "Rewrite it from a good copy", PREEN,
-	  "A member's copy of the newest allocation bitmap is damaged or older than another member's." },
+	  "A member's copy of the newest allocation bitmap is damaged, unreadable or older than another member's (an unreadable copy is rewritten: a disk remaps a bad sector on write)." },
 
 	{ PR_ENT_UNUSED, "PR_ENT_UNUSED",
 	  "entry %e has no valid copy: a create that never completed", "Free the slot", PREEN,
