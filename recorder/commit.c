@@ -148,6 +148,7 @@ void *cm_main(void *arg)
 	uint64_t tick = r->commit_ns < 500000000ull ? r->commit_ns : 500000000ull;
 	uint64_t next_commit = rr_mono_ns() + r->commit_ns;
 	uint64_t prev_chunks = 0; /* done_chunks at the last commit */
+	uint64_t prev_seg = 0;    /* the segment prev_chunks counts in */
 
 	pthread_mutex_lock(&r->cm_lock);
 	while (!r->cm_quit) {
@@ -177,8 +178,14 @@ void *cm_main(void *arg)
 			pthread_mutex_unlock(&r->csum_lock);
 			if (tl > len)
 				len = tl;
+			uint64_t seg = atomic_load(&r->seg_wr);
+			if (seg != prev_seg) { /* a new segment: its chunks count from 0 */
+				prev_seg = seg;
+				prev_chunks = 0;
+			}
 			if (now >= next_commit) {
-				uint64_t f = atomic_load_explicit(&r->filled, memory_order_acquire);
+				bool ended;
+				uint64_t f = rr_seg_bytes(r, rr_seg_at(r, seg), &ended);
 				if (dc == prev_chunks && f > len && f > dc * r->chunk) {
 					atomic_store(&r->tail_req, true);
 					rr_kick(r->data_efd);

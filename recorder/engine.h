@@ -201,7 +201,8 @@ struct rr {
 };
 
 /* set by the front end's signal handler; the receiver stops on it */
-extern volatile sig_atomic_t rr_signal;
+extern _Atomic int rr_signal; /* lock-free: safe in a handler, read by threads */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "rr_signal must be lock-free for a signal handler");
 
 static inline void rr_set_stop(struct rr *r, enum rr_stop why)
 {
@@ -227,6 +228,26 @@ static inline void rr_drain(int efd)
 static inline struct rr_seg *rr_seg_at(struct rr *r, uint64_t n)
 {
 	return &r->segs[n % RR_SEGQ];
+}
+
+/*
+ * The bytes segment s holds so far, and whether it is closed.  The receiver
+ * closes a segment by storing its end, then moving filled on to the next
+ * chunk boundary (where the next segment starts): so end is read again
+ * after filled, or a close between the two reads would hand out the
+ * boundary as this segment's length.
+ */
+static inline uint64_t rr_seg_bytes(struct rr *r, struct rr_seg *s, bool *ended)
+{
+	uint64_t end = atomic_load_explicit(&s->end, memory_order_acquire), f = end;
+	if (end == UINT64_MAX) {
+		f = atomic_load_explicit(&r->filled, memory_order_acquire);
+		end = atomic_load_explicit(&s->end, memory_order_acquire);
+		if (end != UINT64_MAX)
+			f = end;
+	}
+	*ended = end != UINT64_MAX;
+	return f > s->base ? f - s->base : 0;
 }
 
 /* ring.c */

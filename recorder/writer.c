@@ -158,16 +158,6 @@ static void wr_wait(struct rr *r)
 		rr_drain(r->data_efd);
 }
 
-/* The segment's bytes in the ring so far and whether that is all: its
- * end once the receiver closed it (stored after the data), else filled. */
-static uint64_t wr_seg_bytes(struct rr *r, struct rr_seg *s, bool *ended)
-{
-	uint64_t end = atomic_load_explicit(&s->end, memory_order_acquire);
-	*ended = end != UINT64_MAX;
-	uint64_t f = *ended ? end : atomic_load_explicit(&r->filled, memory_order_acquire);
-	return f > s->base ? f - s->base : 0;
-}
-
 /* Write segment s: returns its final length (the prefix every write of
  * which completed); -1 if no recording was created. */
 static int64_t wr_seg(struct rr *r, struct wr_ctx *w, struct rr_seg *s)
@@ -192,7 +182,7 @@ static int64_t wr_seg(struct rr *r, struct wr_ctx *w, struct rr_seg *s)
 	 * size (stored at create), a chunk, or the end of the input */
 	const bool wait_frame = r->fmt_vdif && r->in_kind == RR_IN_FD;
 	for (;;) {
-		uint64_t f = wr_seg_bytes(r, s, &eof);
+		uint64_t f = rr_seg_bytes(r, s, &eof);
 		if (f > 0 && (!wait_frame || eof || f >= cs || atomic_load(&r->learned_frame))) {
 			r->t_first = rr_mono_ns();
 			int cerr = wr_create(r, s);
@@ -225,7 +215,7 @@ static int64_t wr_seg(struct rr *r, struct wr_ctx *w, struct rr_seg *s)
 	bool failed = false;
 	for (;;) {
 		bool progress = false, again = false;
-		uint64_t f = wr_seg_bytes(r, s, &eof);
+		uint64_t f = rr_seg_bytes(r, s, &eof);
 		if (f > alloc_len) {
 			/* more than fits: cut; the receiver closes the segment
 			 * at its limit (recfs-record stops there) */
@@ -458,7 +448,7 @@ static int64_t wr_seg(struct rr *r, struct wr_ctx *w, struct rr_seg *s)
 static void wr_seg_release(struct rr *r, struct rr_seg *s)
 {
 	bool eof;
-	while (wr_seg_bytes(r, s, &eof), !eof)
+	while (rr_seg_bytes(r, s, &eof), !eof)
 		wr_wait(r);
 	atomic_store_explicit(&r->released, s->after, memory_order_release);
 	rr_kick(r->space_efd);
