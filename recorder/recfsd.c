@@ -36,7 +36,7 @@
 
 #define PROG "recfsd"
 
-volatile sig_atomic_t rr_signal; /* unused: recfsd stops its inputs itself */
+_Atomic int rr_signal; /* unused: recfsd stops its inputs itself */
 
 /* ------------------------------------------------------------ the scans */
 static uint64_t rd_wall_ns(void)

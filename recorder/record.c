@@ -42,7 +42,7 @@ enum {
 	RR_EXIT_INPUT = 4,    /* input failed mid-stream: sealed at what arrived */
 };
 
-volatile sig_atomic_t rr_signal;
+_Atomic int rr_signal;
 
 static void rr_on_signal(int sig)
 {

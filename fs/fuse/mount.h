@@ -88,7 +88,7 @@ struct rm_ctx {
 	struct rm_node **nodes; /* by directory index */
 	bool *m_failed;         /* by member: a data read failed since mount (atomic) */
 	struct rm_cache *cache;
-	bool ra_set;
+	bool ra_set;            /* readahead raised (atomic; set under meta) */
 };
 
 /* ops.c */

@@ -400,9 +400,9 @@ static void set_readahead(struct rm_ctx *c)
 	unsigned maj = 0, min = 0;
 	bool found = false;
 
-	if (c->ra_set || !c->o.readahead_kb)
+	if (c->ra_set || !c->o.readahead_kb) /* under c->meta */
 		return;
-	c->ra_set = true;
+	__atomic_store_n(&c->ra_set, true, __ATOMIC_RELEASE);
 	mi = fopen("/proc/self/mountinfo", "re");
 	if (!mi)
 		return;
@@ -614,7 +614,7 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	if (!c->ra_set) {
+	if (!__atomic_load_n(&c->ra_set, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&c->meta);
 		set_readahead(c);
 		pthread_mutex_unlock(&c->meta);
