@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs every test: cmocka unit binaries, shell integration tests, the fsck
 # image suite.  Ends with the line "N passed, N failed".
-# Usage: tests/run.sh [PATTERN]   (only tests whose name contains PATTERN)
+# Usage: tests/run.sh [PATTERN...]   (only tests whose name contains one)
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -10,7 +10,14 @@ case $BUILD in
 /*) export RECFS_BIN="$BUILD/bin" ;;
 *) export RECFS_BIN="$PWD/$BUILD/bin" ;;
 esac
-pat=${1:-}
+pats=("$@")
+# wanted NAME: no pattern given, or NAME contains one of them
+wanted() {
+	[ ${#pats[@]} = 0 ] && return 0
+	local p
+	for p in "${pats[@]}"; do [[ $1 == *"$p"* ]] && return 0; done
+	return 1
+}
 results=$(mktemp /tmp/recfs-results.XXXXXX)
 export RECFS_RESULTS=$results
 logdir=$BUILD/test-logs
@@ -63,12 +70,12 @@ run_script() {
 
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue
-	[ -n "$pat" ] && [[ $t != *"$pat"* ]] && continue
+	wanted "$t" || continue
 	run_unit "$t"
 done
 for t in tests/integration/*.sh tests/fsck/run.sh; do
 	[ -f "$t" ] || continue
-	[ -n "$pat" ] && [[ $t != *"$pat"* ]] && continue
+	wanted "$t" || continue
 	run_script "$t"
 done
 
