@@ -50,13 +50,18 @@ struct rm_opts {
 	unsigned max_background; /* 0: kernel default */
 };
 
+/* One node per recording seen at a directory index.  A new recording at
+ * that index gets a new node (and FUSE node id), the old one stays (gone)
+ * for its open files: the kernel marks an inode bad, and every later call
+ * on it EIO, when a node id comes back with another generation. */
 struct rm_node {
 	pthread_mutex_t lock;
 	struct recfs_rec rec; /* copy; refreshed while RECORDING */
+	fuse_ino_t ino;       /* FUSE node id: index + 2, plus incarnation << 32 */
+	struct rm_node *older; /* the index's previous recording (never changes) */
 	uint64_t refreshed_ns;
 	uint64_t checked_ns; /* start of the last refresh that found it */
 	bool gone;           /* deleted (or index reused) since lookup */
-	bool reused;         /* index held another recording before */
 	unsigned opens;      /* open files; slot pages dropped at the last close */
 	/* checksum slots in pages of RM_SLOT_PAGE; page_n[i] valid slots */
 	struct recfs_slot **pages;
@@ -85,7 +90,7 @@ struct rm_ctx {
 	uint64_t reloaded_ns;
 	uint64_t created_ns;
 	uint32_t dir_capacity;
-	struct rm_node **nodes; /* by directory index */
+	struct rm_node **nodes; /* by directory index: its newest node */
 	bool *m_failed;         /* by member: a data read failed since mount (atomic) */
 	struct rm_cache *cache;
 	bool ra_set;

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * recfs-mount: the low-level FUSE operations.  Every recording is a
- * regular file at the root; inode = directory index + 2, generation = the
- * recording's uid.  Every modifying operation answers EROFS.
+ * regular file at the root; st_ino = directory index + 2, generation = the
+ * recording's uid.  The FUSE node id is st_ino for the first recording the
+ * mount sees at an index and gets the incarnation in its high 32 bits for
+ * each later one (see struct rm_node).  Every modifying operation answers
+ * EROFS.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,56 +74,73 @@ static void node_drop_slots(struct rm_node *n)
 	n->npages = 0;
 }
 
-/* Under c->meta: the node for r (created or brought up to date). */
+static struct rm_node *node_new(const struct recfs_rec *r, struct rm_node *older)
+{
+	struct rm_node *n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	pthread_mutex_init(&n->lock, NULL);
+	n->rec = *r;
+	n->refreshed_ns = rm_now();
+	n->older = older;
+	/* the incarnation in the high half: index + 2 < 2^25 */
+	n->ino = (older ? older->ino + (1ull << 32) : 0) | RM_INO(r->index);
+	return n;
+}
+
+/* Under c->meta: the node for r (created or brought up to date).  Another
+ * recording at r's index gets a node of its own: the old one stays, gone,
+ * for the files still open on it (ESTALE). */
 static struct rm_node *node_set(struct rm_ctx *c, const struct recfs_rec *r)
 {
 	struct rm_node *n;
 	if (r->index >= c->dir_capacity)
 		return NULL;
 	n = c->nodes[r->index];
-	if (!n) {
-		n = calloc(1, sizeof(*n));
+	if (!n || n->rec.uid != r->uid) {
+		struct rm_node *old = n;
+		n = node_new(r, old);
 		if (!n)
 			return NULL;
-		pthread_mutex_init(&n->lock, NULL);
-		n->rec = *r;
-		n->refreshed_ns = rm_now();
+		if (old) {
+			pthread_mutex_lock(&old->lock);
+			old->gone = true;
+			pthread_mutex_unlock(&old->lock);
+		}
 		/* node_of reads it without c->meta: publish it initialised */
 		__atomic_store_n(&c->nodes[r->index], n, __ATOMIC_RELEASE);
 		return n;
 	}
 	pthread_mutex_lock(&n->lock);
-	if (n->rec.uid != r->uid) {
-		/* the index now holds another recording: the kernel may still
-		 * cache the old one's pages under this inode */
-		n->reused = true;
-		node_drop_slots(n);
+	if (r->committed_len >= n->rec.committed_len)
 		n->rec = *r;
-		n->checked_ns = 0;
-	} else if (r->committed_len >= n->rec.committed_len) {
-		n->rec = *r;
-	}
 	n->gone = false;
 	n->refreshed_ns = rm_now();
 	pthread_mutex_unlock(&n->lock);
 	return n;
 }
 
-/* The node of inode ino, loading it from the pack when the kernel knows
- * an inode this process has not seen (cannot happen today: nodes live
- * until unmount). */
+/* The node of FUSE node id ino: the index's newest node or one of its
+ * older ones (their links never change once published).  Loads it from
+ * the pack when the kernel knows an inode this process has not seen
+ * (cannot happen today: nodes live until unmount). */
 static struct rm_node *node_of(struct rm_ctx *c, fuse_ino_t ino)
 {
 	uint64_t idx;
 	struct rm_node *n;
 	if (ino < 2)
 		return NULL;
-	idx = ino - 2;
+	idx = (ino & 0xffffffffu) - 2;
 	if (idx >= c->dir_capacity)
 		return NULL;
 	n = __atomic_load_n(&c->nodes[idx], __ATOMIC_ACQUIRE);
-	if (n)
+	if (n) {
+		while (n && n->ino != ino)
+			n = n->older;
 		return n;
+	}
+	if (ino != RM_INO(idx))
+		return NULL;
 	pthread_mutex_lock(&c->meta);
 	n = c->nodes[idx];
 	if (!n) {
@@ -128,6 +148,8 @@ static struct rm_node *node_of(struct rm_ctx *c, fuse_ino_t ino)
 		if (recfs_rec_get(c->p, (uint32_t)idx, &r) == 0)
 			n = node_set(c, &r);
 	}
+	while (n && n->ino != ino)
+		n = n->older;
 	pthread_mutex_unlock(&c->meta);
 	return n;
 }
@@ -138,11 +160,13 @@ void rm_nodes_free(struct rm_ctx *c)
 		return;
 	for (uint32_t i = 0; i < c->dir_capacity; i++) {
 		struct rm_node *n = c->nodes[i];
-		if (!n)
-			continue;
-		node_drop_slots(n);
-		pthread_mutex_destroy(&n->lock);
-		free(n);
+		while (n) {
+			struct rm_node *older = n->older;
+			node_drop_slots(n);
+			pthread_mutex_destroy(&n->lock);
+			free(n);
+			n = older;
+		}
 	}
 	free(c->nodes);
 	c->nodes = NULL;
@@ -481,7 +505,7 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	memset(&e, 0, sizeof(e));
-	e.ino = RM_INO(r.index);
+	e.ino = n->ino;
 	e.generation = r.uid;
 	e.attr_timeout = attr_timeout(&r);
 	e.entry_timeout = RM_TIMEOUT;
@@ -599,7 +623,6 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct rm_node *n;
 	struct rm_file *f;
 	struct recfs_rec r;
-	bool reused;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, EROFS);
@@ -627,7 +650,6 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f->node = n;
 	f->uid = r.uid;
 	pthread_mutex_lock(&n->lock);
-	reused = n->reused;
 	n->opens++;
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)f;
@@ -636,7 +658,7 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 		f->direct = true;
 	} else {
-		fi->keep_cache = c->o.keep_cache && !reused;
+		fi->keep_cache = c->o.keep_cache;
 	}
 	fi->noflush = 1;
 	fuse_reply_open(req, fi);
