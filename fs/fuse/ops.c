@@ -496,6 +496,8 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (rc == 0)
 		n = node_set(c, &r);
 	pthread_mutex_unlock(&c->meta);
+	if (rc == -EUCLEAN) /* two entries with one uid: names both */
+		rm_log("%s", recfs_errmsg());
 	if (rc < 0) {
 		fuse_reply_err(req, rc == -ENOENT || rc == -EINVAL ? ENOENT : -rc);
 		return;
