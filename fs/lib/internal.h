@@ -101,6 +101,7 @@ struct recfs_pack {
 	uint32_t *hash;
 	uint32_t hash_size;
 	uint32_t bad_entries;   /* skipped at load: bad extent, duplicate name or uid */
+	uint32_t dup_uids;      /* of those, for a duplicate uid */
 };
 
 /* shared between pack.c and rec.c */

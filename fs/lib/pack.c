@@ -474,6 +474,7 @@ static int dir_dup_uids(struct recfs_pack *p)
 			p->ent[i] = NULL;
 			p->nrec--;
 			p->bad_entries++;
+			p->dup_uids++;
 		}
 	}
 	free(ord);
@@ -491,7 +492,7 @@ static int64_t dup_uid_partner(const struct recfs_pack *p, uint32_t i)
 
 int recfs__dup_uid_err(const struct recfs_pack *p, const char *name)
 {
-	for (uint32_t i = 0; i < p->dir_hwm; i++) {
+	for (uint32_t i = 0; p->dup_uids && i < p->dir_hwm; i++) {
 		int64_t j;
 		if (!p->bad[i] || strcmp(p->bad[i]->name, name) || (j = dup_uid_partner(p, i)) < 0)
 			continue;
@@ -508,7 +509,7 @@ int recfs__dup_uid_err(const struct recfs_pack *p, const char *name)
 int recfs_pack_dup_uid(struct recfs_pack *p, uint32_t *index, struct recfs_rec *first,
 		       struct recfs_rec *other)
 {
-	for (uint32_t i = *index; i < p->dir_hwm && i < p->g.dir_capacity; i++) {
+	for (uint32_t i = *index; p->dup_uids && i < p->dir_hwm && i < p->g.dir_capacity; i++) {
 		int64_t j;
 		if (!p->bad[i] || (j = dup_uid_partner(p, i)) < 0 || (uint32_t)j > i)
 			continue;
@@ -525,6 +526,7 @@ static int meta_load(struct recfs_pack *p)
 	int err;
 
 	p->bad_entries = 0;
+	p->dup_uids = 0;
 	err = bitmap_load(p);
 	if (!err)
 		err = dir_load(p);
@@ -569,6 +571,7 @@ int recfs_pack_reload(struct recfs_pack *p)
 	p->nrec = n.nrec;
 	p->hash = n.hash;
 	p->bad_entries = n.bad_entries;
+	p->dup_uids = n.dup_uids;
 	return 0;
 }
 
