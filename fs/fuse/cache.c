@@ -69,6 +69,23 @@ static void *chunk_buf_alloc(size_t len)
 	return b;
 }
 
+bool rm_cache_node_idle(struct rm_ctx *c, const struct rm_node *n)
+{
+	struct rm_cache *ca = c->cache;
+	bool idle = true;
+
+	if (!ca)
+		return true;
+	pthread_mutex_lock(&ca->lock);
+	/* a fill uses e->node only while its entry is LOADING (queued
+	 * included); temporary entries are filled within a read, while the
+	 * file is open */
+	for (unsigned i = 0; i < ca->n && idle; i++)
+		idle = !(ca->e[i].state == RM_LOADING && ca->e[i].node == n);
+	pthread_mutex_unlock(&ca->lock);
+	return idle;
+}
+
 bool rm_member_bad(struct rm_ctx *c, unsigned m)
 {
 	return !recfs_pack_dev(c->p, m) || __atomic_load_n(&c->m_failed[m], __ATOMIC_RELAXED);

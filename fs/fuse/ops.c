@@ -88,6 +88,8 @@ static struct rm_node *node_new(const struct recfs_rec *r, struct rm_node *older
 	return n;
 }
 
+static void nodes_sweep(struct rm_ctx *c, uint64_t idx);
+
 /* Under c->meta: the node for r (created or brought up to date).  Another
  * recording at r's index gets a node of its own: the old one stays, gone,
  * for the files still open on it (ESTALE). */
@@ -109,6 +111,7 @@ static struct rm_node *node_set(struct rm_ctx *c, const struct recfs_rec *r)
 		}
 		/* node_of reads it without c->meta: publish it initialised */
 		__atomic_store_n(&c->nodes[r->index], n, __ATOMIC_RELEASE);
+		nodes_sweep(c, r->index);
 		return n;
 	}
 	pthread_mutex_lock(&n->lock);
@@ -120,10 +123,11 @@ static struct rm_node *node_set(struct rm_ctx *c, const struct recfs_rec *r)
 	return n;
 }
 
-/* The node of FUSE node id ino: the index's newest node or one of its
- * older ones (their links never change once published).  Loads it from
- * the pack when the kernel knows an inode this process has not seen
- * (cannot happen today: nodes live until unmount). */
+/* The node of FUSE node id ino: the index's newest node (found without
+ * c->meta) or one of its older ones (under it).  Loads it from the pack
+ * when the kernel knows an inode this process has not seen (cannot happen
+ * today: newest nodes live until unmount).  The kernel holds a lookup of
+ * ino while it asks, so an older node found is not freed meanwhile. */
 static struct rm_node *node_of(struct rm_ctx *c, fuse_ino_t ino)
 {
 	uint64_t idx;
@@ -134,12 +138,9 @@ static struct rm_node *node_of(struct rm_ctx *c, fuse_ino_t ino)
 	if (idx >= c->dir_capacity)
 		return NULL;
 	n = __atomic_load_n(&c->nodes[idx], __ATOMIC_ACQUIRE);
-	if (n) {
-		while (n && n->ino != ino)
-			n = n->older;
+	if (n && n->ino == ino)
 		return n;
-	}
-	if (ino != RM_INO(idx))
+	if (!n && ino != RM_INO(idx))
 		return NULL;
 	pthread_mutex_lock(&c->meta);
 	n = c->nodes[idx];
@@ -152,6 +153,48 @@ static struct rm_node *node_of(struct rm_ctx *c, fuse_ino_t ino)
 		n = n->older;
 	pthread_mutex_unlock(&c->meta);
 	return n;
+}
+
+/* Under c->meta: free the older nodes of index idx that the kernel has
+ * forgotten, with no open file and no chunk fetch using them. */
+static void nodes_sweep(struct rm_ctx *c, uint64_t idx)
+{
+	struct rm_node *head = c->nodes[idx], **link;
+	if (!head)
+		return;
+	for (link = &head->older; *link;) {
+		struct rm_node *n = *link;
+		bool idle;
+		pthread_mutex_lock(&n->lock);
+		idle = n->nlookup == 0 && n->opens == 0;
+		pthread_mutex_unlock(&n->lock);
+		if (!idle || !rm_cache_node_idle(c, n)) {
+			link = &n->older;
+			continue;
+		}
+		*link = n->older;
+		node_drop_slots(n);
+		pthread_mutex_destroy(&n->lock);
+		free(n);
+	}
+}
+
+/* The kernel dropped nlookup lookups of ino. */
+static void node_forget(struct rm_ctx *c, fuse_ino_t ino, uint64_t nlookup)
+{
+	uint64_t idx = (ino & 0xffffffffu) - 2;
+	struct rm_node *n;
+	if (ino < 2 || idx >= c->dir_capacity)
+		return;
+	pthread_mutex_lock(&c->meta);
+	for (n = c->nodes[idx]; n && n->ino != ino; n = n->older)
+		;
+	if (n) {
+		n->nlookup = nlookup < n->nlookup ? n->nlookup - nlookup : 0;
+		if (n != c->nodes[idx] && n->nlookup == 0)
+			nodes_sweep(c, idx);
+	}
+	pthread_mutex_unlock(&c->meta);
 }
 
 void rm_nodes_free(struct rm_ctx *c)
@@ -495,6 +538,8 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (rc == 0)
 		n = node_set(c, &r);
+	if (n)
+		n->nlookup++; /* the reply below hands the kernel one */
 	pthread_mutex_unlock(&c->meta);
 	if (rc == -EUCLEAN) /* two entries with one uid: names both */
 		rm_log("%s", recfs_errmsg());
@@ -517,11 +562,14 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void rm_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	node_forget(ctx_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void rm_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
+	for (size_t i = 0; i < count; i++)
+		node_forget(ctx_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -635,8 +683,15 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	n = node_of(c, ino);
-	if (!n || rm_node_snapshot(c, n, false, &r) < 0) {
+	if (!n) {
 		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	/* deleted: ESTALE makes the kernel look the name up again (the
+	 * dentry it opened may be cached from before a delete and reuse):
+	 * the new recording by that name, or ENOENT */
+	if (rm_node_snapshot(c, n, false, &r) < 0) {
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	if (!c->ra_set) {
@@ -698,13 +753,21 @@ static void rm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct rm_file *f = (struct rm_file *)(uintptr_t)fi->fh;
 	struct rm_node *n = f->node;
+	fuse_ino_t nino = n->ino;
+	bool last = false;
 	/* the last close drops the checksum slots read for it (16 bytes per
 	 * chunk ever read; a fetch still in flight reads its page again) */
 	pthread_mutex_lock(&n->lock);
-	if (n->opens && --n->opens == 0)
+	if (n->opens && --n->opens == 0) {
 		node_drop_slots(n);
+		last = true;
+	}
 	pthread_mutex_unlock(&n->lock);
 	free(f);
+	/* n may be freed from here on (a forget that came first): an older
+	 * node the kernel has forgotten goes now, found again by its id */
+	if (last)
+		node_forget(ctx_of(req), nino, 0);
 	fuse_reply_err(req, 0);
 }
 
