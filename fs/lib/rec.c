@@ -183,6 +183,9 @@ int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_
 		return err;
 	if (recfs__hash_find(p, name) >= 0)
 		return recfs_seterr(-EEXIST, "a recording named '%s' already exists", name);
+	/* nor a third entry by the name of one of two that share a uid */
+	if ((err = recfs__dup_uid_err(p, name)))
+		return err;
 	for (idx = 0; idx < p->dir_hwm && idx < p->g.dir_capacity; idx++)
 		if (!p->ent[idx] && !p->bad[idx])
 			break;

@@ -71,6 +71,10 @@ else
 	fail "recfs ls: exit $RC: $OUT"
 fi
 
+printf 'x' >"$T_DIR/x"
+expect_err "no new recording by either name" '!0' "'A' \(entry 0\) and 'B' \(entry 1\) have the same uid" \
+	write_rec "$PACK" B "$T_DIR/x"
+
 expect_err "fsck -n reports it" 4 "PR_ENT_DUPUID" fsck.recfs -n "$PACK"
 run fsck.recfs -y "$PACK"
 if [ "$RC" = 1 ] && grep -q "PR_ENT_DUPUID: recording 'B' (entry 1) has the same uid as 'A' (entry 0)" <<<"$OUT"; then

@@ -222,7 +222,9 @@ int recfs_rec_next(struct recfs_pack *p, uint32_t *index, struct recfs_rec *out)
 int recfs_rec_refresh(struct recfs_pack *p, struct recfs_rec *r);
 
 /* Create NAME in state RECORDING.  size_hint 0: take the largest free
- * extent (unknown length); else the smallest free extent that holds it. */
+ * extent (unknown length); else the smallest free extent that holds it.
+ * -EEXIST when NAME exists; -EUCLEAN naming both when NAME is one of two
+ * set-aside entries that share a uid. */
 int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_input *in,
 		     uint64_t size_hint, struct recfs_rec *out);
 
