@@ -276,9 +276,13 @@ static int cmd_rm(int argc, char **argv)
 	for (int a = optind + 1; a < argc; a++) {
 		const char *pat = argv[a];
 		size_t before = nv;
-		if (recfs_rec_lookup(p, pat, &r) == 0) {
+		int found = recfs_rec_lookup(p, pat, &r);
+		if (found == 0) {
 			if (add_victim(&victims, &nv, r.index))
 				goto out_nomem;
+		} else if (found == -EUCLEAN) { /* one of two entries with one uid */
+			die("%s", recfs_errmsg());
+			goto out_close;
 		} else {
 			for (uint32_t i = 0; recfs_rec_next(p, &i, &r) == 0; i++)
 				if (fnmatch(pat, r.name, 0) == 0 && add_victim(&victims, &nv, r.index))

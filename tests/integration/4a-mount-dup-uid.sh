@@ -71,6 +71,10 @@ else
 	fail "recfs ls: exit $RC: $OUT"
 fi
 
+snap=$(snapshot $MEMBERS)
+expect_err "recfs rm A names both" 1 "'A' \(entry 0\) and 'B' \(entry 1\) have the same uid" \
+	recfs rm "$PACK" A
+expect_unchanged "recfs rm A refused" "$snap" $MEMBERS
 printf 'x' >"$T_DIR/x"
 expect_err "no new recording by either name" '!0' "'A' \(entry 0\) and 'B' \(entry 1\) have the same uid" \
 	write_rec "$PACK" B "$T_DIR/x"
