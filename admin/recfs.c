@@ -74,6 +74,18 @@ static int open_pack(const char *spec, unsigned flags, struct recfs_pack **p)
 	return err;
 }
 
+/* one warning line per pair of entries that share a uid (both hidden) */
+static void warn_dup_uids(struct recfs_pack *p)
+{
+	struct recfs_rec a, b;
+
+	for (uint32_t i = 0; recfs_pack_dup_uid(p, &i, &a, &b) == 0; i++)
+		fprintf(stderr,
+			"%s: warning: recordings '%s' (entry %u) and '%s' (entry %u) have the same uid "
+			"%016llx: both are hidden until fsck.recfs repairs the directory\n",
+			prog, a.name, a.index, b.name, b.index, (unsigned long long)a.uid);
+}
+
 /* -------------------------------------------------------------------- info */
 static int cmd_info(int argc, char **argv)
 {
@@ -115,9 +127,12 @@ static int cmd_info(int argc, char **argv)
 	printf("free:           %s\n", recfs_fmt_size(pi.free, b, sizeof(b)));
 	printf("largest free:   %s\n", recfs_fmt_size(pi.largest_free, b, sizeof(b)));
 	printf("recordings:     %u (room for %u)\n", pi.recordings, pi.dir_capacity);
-	if (pi.bad_entries)
+	if (pi.bad_entries) {
 		printf("warning:        %u damaged directory entries skipped: run fsck.recfs\n",
 		       pi.bad_entries);
+		fflush(stdout);
+		warn_dup_uids(p);
+	}
 	if (pi.members_present != pi.members)
 		printf("warning:        pack is degraded: data on missing or damaged members is unreadable\n");
 	recfs_pack_close(p);
@@ -165,6 +180,7 @@ static int cmd_ls(int argc, char **argv)
 		return die("%s", recfs_errmsg());
 	if (open_pack(argv[optind], 0, &p))
 		return 1;
+	warn_dup_uids(p);
 	if (json)
 		printf("[");
 	else if (lng)
@@ -268,9 +284,13 @@ static int cmd_rm(int argc, char **argv)
 	for (int a = optind + 1; a < argc; a++) {
 		const char *pat = argv[a];
 		size_t before = nv;
-		if (recfs_rec_lookup(p, pat, &r) == 0) {
+		int found = recfs_rec_lookup(p, pat, &r);
+		if (found == 0) {
 			if (add_victim(&victims, &nv, r.index))
 				goto out_nomem;
+		} else if (found == -EUCLEAN) { /* one of two entries with one uid */
+			die("%s", recfs_errmsg());
+			goto out_close;
 		} else {
 			for (uint32_t i = 0; recfs_rec_next(p, &i, &r) == 0; i++)
 				if (fnmatch(pat, r.name, 0) == 0 && add_victim(&victims, &nv, r.index))

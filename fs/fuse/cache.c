@@ -22,7 +22,10 @@ enum { RM_EMPTY = 0, RM_LOADING, RM_VALID };
 enum { CL_HIT, CL_FILL, CL_WAIT, CL_NONE };
 
 struct rm_chunk {
-	uint64_t uid, k; /* key (uid 0: none) */
+	/* key (uid 0: none): what makes the bytes unique on disk.  The uid
+	 * alone is not: a damaged or crafted entry may repeat another's uid
+	 * over another extent, and must never be served the other's bytes. */
+	uint64_t uid, ext, k;
 	uint32_t len;    /* valid bytes when VALID */
 	int state;
 	int err; /* fill result when it failed */
@@ -64,6 +67,23 @@ static void *chunk_buf_alloc(size_t len)
 	if (posix_memalign(&b, 4096, len))
 		return NULL;
 	return b;
+}
+
+bool rm_cache_node_idle(struct rm_ctx *c, const struct rm_node *n)
+{
+	struct rm_cache *ca = c->cache;
+	bool idle = true;
+
+	if (!ca)
+		return true;
+	pthread_mutex_lock(&ca->lock);
+	/* a fill uses e->node only while its entry is LOADING (queued
+	 * included); temporary entries are filled within a read, while the
+	 * file is open */
+	for (unsigned i = 0; i < ca->n && idle; i++)
+		idle = !(ca->e[i].state == RM_LOADING && ca->e[i].node == n);
+	pthread_mutex_unlock(&ca->lock);
+	return idle;
 }
 
 bool rm_member_bad(struct rm_ctx *c, unsigned m)
@@ -167,17 +187,18 @@ static int chunk_fetch(struct rm_ctx *c, struct rm_node *node, const struct recf
 	return 0;
 }
 
-/* Under ca->lock.  Finds chunk (uid, k) holding at least need bytes, or
- * claims a free entry for it.  *how: CL_HIT (valid, referenced), CL_WAIT
+/* Under ca->lock.  Finds chunk k of the recording with uid and extent
+ * start ext holding at least need bytes, or claims a free entry for it.  *how: CL_HIT (valid, referenced), CL_WAIT
  * (being filled by someone else, referenced), CL_FILL (claimed LOADING,
  * the caller fills it), CL_NONE (nothing free; NULL). */
-static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t k, uint32_t need,
-			      int *how)
+static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t ext, uint64_t k,
+			      uint32_t need, int *how)
 {
 	struct rm_chunk *victim = NULL;
 	for (unsigned i = 0; i < ca->n; i++) {
 		struct rm_chunk *e = &ca->e[i];
-		if (e->uid == uid && e->k == k && e->state != RM_EMPTY && !e->stale) {
+		if (e->uid == uid && e->ext == ext && e->k == k && e->state != RM_EMPTY &&
+		    !e->stale) {
 			if (e->state == RM_LOADING) {
 				e->refs++;
 				*how = CL_WAIT;
@@ -206,6 +227,7 @@ static struct rm_chunk *claim(struct rm_cache *ca, uint64_t uid, uint64_t k, uin
 		return NULL;
 	}
 	victim->uid = uid;
+	victim->ext = ext;
 	victim->k = k;
 	victim->stale = false;
 	victim->state = RM_LOADING;
@@ -309,13 +331,14 @@ static void *fetch_thread(void *arg)
 	return NULL;
 }
 
-static struct rm_chunk *temp_entry(struct rm_cache *ca, uint64_t uid, uint64_t k)
+static struct rm_chunk *temp_entry(struct rm_cache *ca, uint64_t uid, uint64_t ext, uint64_t k)
 {
 	struct rm_chunk *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
 	ca->ntemp++;
 	e->uid = uid;
+	e->ext = ext;
 	e->k = k;
 	e->state = RM_LOADING;
 	e->refs = 1;
@@ -357,12 +380,12 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 		for (i = 0; i < n; i++) {
 			uint64_t k = k0 + i, cend = (k + 1) * cs;
 			uint32_t need = (uint32_t)((cend < end ? cend : end) - k * cs);
-			es[i] = claim(ca, r->uid, k, need, &how[i]);
+			es[i] = claim(ca, r->uid, r->ext_start, k, need, &how[i]);
 			ca->n_hit += how[i] == CL_HIT;
 			ca->n_wait += how[i] == CL_WAIT;
 			ca->n_temp += how[i] == CL_NONE;
 			if (how[i] == CL_NONE) {
-				es[i] = temp_entry(ca, r->uid, k);
+				es[i] = temp_entry(ca, r->uid, r->ext_start, k);
 				how[i] = CL_FILL;
 			}
 			if (es[i] && how[i] == CL_FILL) {
@@ -392,7 +415,8 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 					uint32_t need = (uint32_t)((j + 1) * cs <= r->committed_len
 								       ? cs
 								       : r->committed_len - j * cs);
-					struct rm_chunk *e = claim(ca, r->uid, j, need, &h);
+					struct rm_chunk *e =
+					    claim(ca, r->uid, r->ext_start, j, need, &h);
 					if (h == CL_NONE)
 						break;
 					if (h == CL_FILL) {
@@ -434,7 +458,8 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 				pthread_cond_wait(&ca->done, &ca->lock);
 			if (err)
 				continue;
-			if (e->state != RM_VALID || e->uid != r->uid || e->k != k) {
+			if (e->state != RM_VALID || e->uid != r->uid || e->ext != r->ext_start ||
+			    e->k != k) {
 				err = e->err ? e->err : -EAGAIN;
 				continue;
 			}

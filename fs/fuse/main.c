@@ -367,6 +367,13 @@ int main(int argc, char **argv)
 		goto out_signals;
 	}
 	rm_log_init(c.o.foreground);
+	{
+		struct recfs_rec a, b;
+		for (uint32_t i = 0; recfs_pack_dup_uid(c.p, &i, &a, &b) == 0; i++)
+			rm_log("recordings '%s' (entry %u) and '%s' (entry %u) have the same uid "
+			       "%016llx: both are hidden until fsck.recfs repairs the directory",
+			       a.name, a.index, b.name, b.index, (unsigned long long)a.uid);
+	}
 	if (fuse_daemonize(c.o.foreground)) {
 		fprintf(stderr, "%s: cannot go to the background\n", prog);
 		goto out_unmount;

@@ -11,7 +11,9 @@
  * the geometry (p->g), which recfs_pack_reload never writes (it replaces
  * only the directory and bitmap tables), and a member's fd is only ever
  * closed at unmount (p->m[].failed is set only by writes, which a mount
- * never does; file preads are thread-safe).  Each node has its own lock
+ * never does; file preads are thread-safe).  An index's newest node is
+ * found without c->meta; its older nodes (and their links) only under it.
+ * Each node has its own lock
  * for its recording copy and its checksum-slot pages.  Lock order:
  * ctx->meta, then a node's lock, then the chunk cache's lock.
  */
@@ -50,13 +52,22 @@ struct rm_opts {
 	unsigned max_background; /* 0: kernel default */
 };
 
+/* One node per recording seen at a directory index.  A new recording at
+ * that index gets a new node (and FUSE node id), the old one stays (gone)
+ * for its open files: the kernel marks an inode bad, and every later call
+ * on it EIO, when a node id comes back with another generation.  An old
+ * node is freed once the kernel has forgotten it, no file is open on it
+ * and no chunk fetch uses it (else at unmount); the index's newest node
+ * lives until unmount. */
 struct rm_node {
 	pthread_mutex_t lock;
 	struct recfs_rec rec; /* copy; refreshed while RECORDING */
+	fuse_ino_t ino;       /* FUSE node id: index + 2, plus incarnation << 32 */
+	struct rm_node *older; /* the index's previous recording (under c->meta) */
+	uint64_t nlookup;      /* lookups the kernel holds (under c->meta) */
 	uint64_t refreshed_ns;
 	uint64_t checked_ns; /* start of the last refresh that found it */
 	bool gone;           /* deleted (or index reused) since lookup */
-	bool reused;         /* index held another recording before */
 	unsigned opens;      /* open files; slot pages dropped at the last close */
 	/* checksum slots in pages of RM_SLOT_PAGE; page_n[i] valid slots */
 	struct recfs_slot **pages;
@@ -85,7 +96,7 @@ struct rm_ctx {
 	uint64_t reloaded_ns;
 	uint64_t created_ns;
 	uint32_t dir_capacity;
-	struct rm_node **nodes; /* by directory index */
+	struct rm_node **nodes; /* by directory index: its newest node */
 	bool *m_failed;         /* by member: a data read failed since mount (atomic) */
 	struct rm_cache *cache;
 	bool ra_set;            /* readahead raised (atomic; set under meta) */
@@ -117,6 +128,8 @@ void rm_cache_free(struct rm_ctx *c);
 /* Serve a read of [off, off+size) of r (already clipped to committed). */
 void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct recfs_rec *r,
 	     size_t size, uint64_t off);
+/* No chunk is being fetched for node n (so n may be freed). */
+bool rm_cache_node_idle(struct rm_ctx *c, const struct rm_node *n);
 /* A member is missing or failed a read since mount. */
 bool rm_member_bad(struct rm_ctx *c, unsigned m);
 /* Byte ranges of r on such members, "START-END\n" lines, into buf. */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * recfs-mount: the low-level FUSE operations.  Every recording is a
- * regular file at the root; inode = directory index + 2, generation = the
- * recording's uid.  Every modifying operation answers EROFS.
+ * regular file at the root; st_ino = directory index + 2, generation = the
+ * recording's uid.  The FUSE node id is st_ino for the first recording the
+ * mount sees at an index and gets the incarnation in its high 32 bits for
+ * each later one (see struct rm_node).  Every modifying operation answers
+ * EROFS.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -71,56 +74,74 @@ static void node_drop_slots(struct rm_node *n)
 	n->npages = 0;
 }
 
-/* Under c->meta: the node for r (created or brought up to date). */
+static struct rm_node *node_new(const struct recfs_rec *r, struct rm_node *older)
+{
+	struct rm_node *n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	pthread_mutex_init(&n->lock, NULL);
+	n->rec = *r;
+	n->refreshed_ns = rm_now();
+	n->older = older;
+	/* the incarnation in the high half: index + 2 < 2^25 */
+	n->ino = (older ? older->ino + (1ull << 32) : 0) | RM_INO(r->index);
+	return n;
+}
+
+static void nodes_sweep(struct rm_ctx *c, uint64_t idx);
+
+/* Under c->meta: the node for r (created or brought up to date).  Another
+ * recording at r's index gets a node of its own: the old one stays, gone,
+ * for the files still open on it (ESTALE). */
 static struct rm_node *node_set(struct rm_ctx *c, const struct recfs_rec *r)
 {
 	struct rm_node *n;
 	if (r->index >= c->dir_capacity)
 		return NULL;
 	n = c->nodes[r->index];
-	if (!n) {
-		n = calloc(1, sizeof(*n));
+	if (!n || n->rec.uid != r->uid) {
+		struct rm_node *old = n;
+		n = node_new(r, old);
 		if (!n)
 			return NULL;
-		pthread_mutex_init(&n->lock, NULL);
-		n->rec = *r;
-		n->refreshed_ns = rm_now();
+		if (old) {
+			pthread_mutex_lock(&old->lock);
+			old->gone = true;
+			pthread_mutex_unlock(&old->lock);
+		}
 		/* node_of reads it without c->meta: publish it initialised */
 		__atomic_store_n(&c->nodes[r->index], n, __ATOMIC_RELEASE);
+		nodes_sweep(c, r->index);
 		return n;
 	}
 	pthread_mutex_lock(&n->lock);
-	if (n->rec.uid != r->uid) {
-		/* the index now holds another recording: the kernel may still
-		 * cache the old one's pages under this inode */
-		n->reused = true;
-		node_drop_slots(n);
+	if (r->committed_len >= n->rec.committed_len)
 		n->rec = *r;
-		n->checked_ns = 0;
-	} else if (r->committed_len >= n->rec.committed_len) {
-		n->rec = *r;
-	}
 	n->gone = false;
 	n->refreshed_ns = rm_now();
 	pthread_mutex_unlock(&n->lock);
 	return n;
 }
 
-/* The node of inode ino, loading it from the pack when the kernel knows
- * an inode this process has not seen (cannot happen today: nodes live
- * until unmount). */
+/* The node of FUSE node id ino: the index's newest node (found without
+ * c->meta) or one of its older ones (under it).  Loads it from the pack
+ * when the kernel knows an inode this process has not seen (cannot happen
+ * today: newest nodes live until unmount).  The kernel holds a lookup of
+ * ino while it asks, so an older node found is not freed meanwhile. */
 static struct rm_node *node_of(struct rm_ctx *c, fuse_ino_t ino)
 {
 	uint64_t idx;
 	struct rm_node *n;
 	if (ino < 2)
 		return NULL;
-	idx = ino - 2;
+	idx = (ino & 0xffffffffu) - 2;
 	if (idx >= c->dir_capacity)
 		return NULL;
 	n = __atomic_load_n(&c->nodes[idx], __ATOMIC_ACQUIRE);
-	if (n)
+	if (n && n->ino == ino)
 		return n;
+	if (!n && ino != RM_INO(idx))
+		return NULL;
 	pthread_mutex_lock(&c->meta);
 	n = c->nodes[idx];
 	if (!n) {
@@ -128,8 +149,52 @@ static struct rm_node *node_of(struct rm_ctx *c, fuse_ino_t ino)
 		if (recfs_rec_get(c->p, (uint32_t)idx, &r) == 0)
 			n = node_set(c, &r);
 	}
+	while (n && n->ino != ino)
+		n = n->older;
 	pthread_mutex_unlock(&c->meta);
 	return n;
+}
+
+/* Under c->meta: free the older nodes of index idx that the kernel has
+ * forgotten, with no open file and no chunk fetch using them. */
+static void nodes_sweep(struct rm_ctx *c, uint64_t idx)
+{
+	struct rm_node *head = c->nodes[idx], **link;
+	if (!head)
+		return;
+	for (link = &head->older; *link;) {
+		struct rm_node *n = *link;
+		bool idle;
+		pthread_mutex_lock(&n->lock);
+		idle = n->nlookup == 0 && n->opens == 0;
+		pthread_mutex_unlock(&n->lock);
+		if (!idle || !rm_cache_node_idle(c, n)) {
+			link = &n->older;
+			continue;
+		}
+		*link = n->older;
+		node_drop_slots(n);
+		pthread_mutex_destroy(&n->lock);
+		free(n);
+	}
+}
+
+/* The kernel dropped nlookup lookups of ino. */
+static void node_forget(struct rm_ctx *c, fuse_ino_t ino, uint64_t nlookup)
+{
+	uint64_t idx = (ino & 0xffffffffu) - 2;
+	struct rm_node *n;
+	if (ino < 2 || idx >= c->dir_capacity)
+		return;
+	pthread_mutex_lock(&c->meta);
+	for (n = c->nodes[idx]; n && n->ino != ino; n = n->older)
+		;
+	if (n) {
+		n->nlookup = nlookup < n->nlookup ? n->nlookup - nlookup : 0;
+		if (n != c->nodes[idx] && n->nlookup == 0)
+			nodes_sweep(c, idx);
+	}
+	pthread_mutex_unlock(&c->meta);
 }
 
 void rm_nodes_free(struct rm_ctx *c)
@@ -138,11 +203,13 @@ void rm_nodes_free(struct rm_ctx *c)
 		return;
 	for (uint32_t i = 0; i < c->dir_capacity; i++) {
 		struct rm_node *n = c->nodes[i];
-		if (!n)
-			continue;
-		node_drop_slots(n);
-		pthread_mutex_destroy(&n->lock);
-		free(n);
+		while (n) {
+			struct rm_node *older = n->older;
+			node_drop_slots(n);
+			pthread_mutex_destroy(&n->lock);
+			free(n);
+			n = older;
+		}
 	}
 	free(c->nodes);
 	c->nodes = NULL;
@@ -471,7 +538,11 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (rc == 0)
 		n = node_set(c, &r);
+	if (n)
+		n->nlookup++; /* the reply below hands the kernel one */
 	pthread_mutex_unlock(&c->meta);
+	if (rc == -EUCLEAN) /* two entries with one uid: names both */
+		rm_log("%s", recfs_errmsg());
 	if (rc < 0) {
 		fuse_reply_err(req, rc == -ENOENT || rc == -EINVAL ? ENOENT : -rc);
 		return;
@@ -481,7 +552,7 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	memset(&e, 0, sizeof(e));
-	e.ino = RM_INO(r.index);
+	e.ino = n->ino;
 	e.generation = r.uid;
 	e.attr_timeout = attr_timeout(&r);
 	e.entry_timeout = RM_TIMEOUT;
@@ -491,11 +562,14 @@ static void rm_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void rm_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
+	node_forget(ctx_of(req), ino, nlookup);
 	fuse_reply_none(req);
 }
 
 static void rm_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
+	for (size_t i = 0; i < count; i++)
+		node_forget(ctx_of(req), forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
 }
 
@@ -599,7 +673,6 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct rm_node *n;
 	struct rm_file *f;
 	struct recfs_rec r;
-	bool reused;
 
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, EROFS);
@@ -610,8 +683,15 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	n = node_of(c, ino);
-	if (!n || rm_node_snapshot(c, n, false, &r) < 0) {
+	if (!n) {
 		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	/* deleted: ESTALE makes the kernel look the name up again (the
+	 * dentry it opened may be cached from before a delete and reuse):
+	 * the new recording by that name, or ENOENT */
+	if (rm_node_snapshot(c, n, false, &r) < 0) {
+		fuse_reply_err(req, ESTALE);
 		return;
 	}
 	if (!__atomic_load_n(&c->ra_set, __ATOMIC_ACQUIRE)) {
@@ -627,7 +707,6 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f->node = n;
 	f->uid = r.uid;
 	pthread_mutex_lock(&n->lock);
-	reused = n->reused;
 	n->opens++;
 	pthread_mutex_unlock(&n->lock);
 	fi->fh = (uint64_t)(uintptr_t)f;
@@ -636,7 +715,7 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 		f->direct = true;
 	} else {
-		fi->keep_cache = c->o.keep_cache && !reused;
+		fi->keep_cache = c->o.keep_cache;
 	}
 	fi->noflush = 1;
 	fuse_reply_open(req, fi);
@@ -674,13 +753,21 @@ static void rm_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct rm_file *f = (struct rm_file *)(uintptr_t)fi->fh;
 	struct rm_node *n = f->node;
+	fuse_ino_t nino = n->ino;
+	bool last = false;
 	/* the last close drops the checksum slots read for it (16 bytes per
 	 * chunk ever read; a fetch still in flight reads its page again) */
 	pthread_mutex_lock(&n->lock);
-	if (n->opens && --n->opens == 0)
+	if (n->opens && --n->opens == 0) {
 		node_drop_slots(n);
+		last = true;
+	}
 	pthread_mutex_unlock(&n->lock);
 	free(f);
+	/* n may be freed from here on (a forget that came first): an older
+	 * node the kernel has forgotten goes now, found again by its id */
+	if (last)
+		node_forget(ctx_of(req), nino, 0);
 	fuse_reply_err(req, 0);
 }
 

@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <time.h>
 #include <xxhash.h>
 
@@ -1515,6 +1516,96 @@ static void bitmap_runs(struct ck *c, const uint8_t *have, uint8_t *newbits, boo
 	free(want);
 }
 
+static int cmp_uid(const void *x, const void *y, void *arg)
+{
+	const struct ck *c = arg;
+	const struct recfs_rec *a = &c->rec[*(const uint32_t *)x].r, *b = &c->rec[*(const uint32_t *)y].r;
+	if (a->uid != b->uid)
+		return a->uid < b->uid ? -1 : 1;
+	return a->index < b->index ? -1 : 1;
+}
+
+/* Does e's first chunk match its checksum under e's uid? */
+static bool first_chunk_ok(struct ck *c, struct ck_rec *e)
+{
+	uint64_t len = own_len(c, e);
+	return len > 0 && owns(c, &e->r, e->r.ext_start / c->g.chunk_size, len);
+}
+
+/* A uid not used by any entry. */
+static uint64_t fresh_uid(const struct ck *c)
+{
+	for (;;) {
+		uint64_t u;
+		bool used = false;
+		if (getrandom(&u, sizeof(u), 0) != sizeof(u))
+			u = recfs_now_ns() * 0x9E3779B97F4A7C15ull;
+		for (uint32_t x = 0; x < c->nrec && !used; x++)
+			used = c->rec[x].r.uid == u;
+		if (u && !used)
+			return u;
+	}
+}
+
+/*
+ * Entries sharing a uid (FORMAT.md 5: it is unique): the one whose first
+ * chunk matches its checksum under the uid keeps it; when both or neither
+ * do, the older (earlier start, then lower index).  The others get a new
+ * uid.  ord has room for every entry.
+ */
+static void dup_uids(struct ck *c, uint32_t *ord)
+{
+	struct recfs_pctx pc;
+	uint32_t n = 0;
+
+	for (uint32_t x = 0; x < c->nrec; x++)
+		if (!c->rec[x].drop)
+			ord[n++] = x;
+	qsort_r(ord, n, sizeof(*ord), cmp_uid, c);
+	for (uint32_t x = 0, y; x < n; x = y) {
+		struct ck_rec *keep = NULL;
+		unsigned matching = 0;
+		for (y = x + 1; y < n && c->rec[ord[y]].r.uid == c->rec[ord[x]].r.uid; y++)
+			;
+		if (y - x < 2)
+			continue;
+		for (uint32_t z = x; z < y; z++) {
+			struct ck_rec *e = &c->rec[ord[z]];
+			if (first_chunk_ok(c, e)) {
+				matching++;
+				keep = e;
+			}
+		}
+		if (matching != 1) {
+			keep = &c->rec[ord[x]];
+			for (uint32_t z = x + 1; z < y; z++) {
+				struct ck_rec *e = &c->rec[ord[z]];
+				if (e->r.start_ns < keep->r.start_ns ||
+				    (e->r.start_ns == keep->r.start_ns && e->r.index < keep->r.index))
+					keep = e;
+			}
+		}
+		for (uint32_t z = x; z < y; z++) {
+			struct ck_rec *e = &c->rec[ord[z]];
+			if (e == keep)
+				continue;
+			memset(&pc, 0, sizeof(pc));
+			pc.name = e->r.name;
+			pc.entry = e->r.index;
+			pc.name2 = keep->r.name;
+			pc.a = keep->r.index;
+			pc.str = matching == 1   ? "its first chunk matches the uid's checksum"
+				 : matching == 0 ? "the older; neither's first chunk matches"
+						 : "the older; both first chunks match";
+			if (problem(c, PR_ENT_DUPUID, &pc)) {
+				e->r.uid = fresh_uid(c);
+				e->own_known = false;
+				entry_next(c, &e->r);
+			}
+		}
+	}
+}
+
 static int pass4(struct ck *c)
 {
 	const uint64_t rb = c->g.row_bytes, cs = c->g.chunk_size;
@@ -1616,6 +1707,8 @@ static int pass4(struct ck *c)
 			entry_next(c, &e->r);
 		}
 	}
+	/* duplicate uids: one keeps it, the others get a new one */
+	dup_uids(c, ord);
 	/* overlaps */
 	n = 0;
 	for (uint32_t x = 0; x < c->nrec; x++)

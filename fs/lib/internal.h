@@ -94,13 +94,14 @@ struct recfs_pack {
 
 	/* directory: ent[i] non-NULL for a live entry; seq[i] newest seen */
 	struct recfs_rec **ent;
-	struct recfs_rec **bad; /* set aside at load: bad extent, duplicate name */
+	struct recfs_rec **bad; /* set aside at load: bad extent, duplicate name or uid */
 	uint64_t *seq;
 	uint32_t nrec;
 	/* name hash: open addressing over indexes+1, 0 empty */
 	uint32_t *hash;
 	uint32_t hash_size;
-	uint32_t bad_entries;   /* skipped at load: bad extent, duplicate name */
+	uint32_t bad_entries;   /* skipped at load: bad extent, duplicate name or uid */
+	uint32_t dup_uids;      /* of those, for a duplicate uid */
 
 	/* devices a degraded open left out: damaged or unreadable */
 	struct recfs_left {
@@ -123,6 +124,9 @@ int recfs_none_writable(struct recfs_pack *p);
 int64_t recfs__hash_find(const struct recfs_pack *p, const char *name);
 void recfs__hash_remove(struct recfs_pack *p, const char *name);
 int recfs__hash_add(struct recfs_pack *p, uint32_t index);
+/* name is a set-aside entry sharing its uid with another: -EUCLEAN naming
+ * both; else 0 */
+int recfs__dup_uid_err(const struct recfs_pack *p, const char *name);
 int recfs__extent_ok(const struct recfs_pack *p, const struct recfs_rec *r);
 int recfs__entry_read(struct recfs_pack *p, uint32_t i, struct recfs_rec *out);
 void recfs__space(const struct recfs_pack *p, uint64_t *free_rows, uint64_t *largest_start,

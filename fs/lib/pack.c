@@ -451,14 +451,102 @@ out_free:
 	return ret;
 }
 
+static int cmp_uid(const void *x, const void *y, void *arg)
+{
+	const struct recfs_pack *p = arg;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	uint64_t ua = p->ent[a]->uid, ub = p->ent[b]->uid;
+	if (ua != ub)
+		return ua < ub ? -1 : 1;
+	return a < b ? -1 : 1;
+}
+
+/* A uid is unique (FORMAT.md 5): it keys what readers cache and seeds the
+ * chunk checksums.  Live entries that share one are all set aside: which
+ * one is the recording is fsck's to decide (readers name both). */
+static int dir_dup_uids(struct recfs_pack *p)
+{
+	uint32_t n = 0, *ord;
+
+	if (p->nrec < 2)
+		return 0;
+	ord = malloc((size_t)p->nrec * sizeof(*ord));
+	if (!ord)
+		return recfs_seterr(-ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < p->dir_hwm && n < p->nrec; i++)
+		if (p->ent[i])
+			ord[n++] = i;
+	qsort_r(ord, n, sizeof(*ord), cmp_uid, p);
+	for (uint32_t x = 0, y; x < n; x = y) {
+		for (y = x + 1; y < n && p->ent[ord[y]]->uid == p->ent[ord[x]]->uid; y++)
+			;
+		if (y - x < 2)
+			continue;
+		for (uint32_t z = x; z < y; z++) {
+			uint32_t i = ord[z];
+			recfs__hash_remove(p, p->ent[i]->name);
+			p->bad[i] = p->ent[i];
+			p->ent[i] = NULL;
+			p->nrec--;
+			p->bad_entries++;
+			p->dup_uids++;
+		}
+	}
+	free(ord);
+	return 0;
+}
+
+/* Set-aside entries i and j (j < i) with one uid: the first j for i. */
+static int64_t dup_uid_partner(const struct recfs_pack *p, uint32_t i)
+{
+	for (uint32_t j = 0; j < p->dir_hwm; j++)
+		if (j != i && p->bad[j] && p->bad[j]->uid == p->bad[i]->uid)
+			return j;
+	return -1;
+}
+
+int recfs__dup_uid_err(const struct recfs_pack *p, const char *name)
+{
+	for (uint32_t i = 0; p->dup_uids && i < p->dir_hwm; i++) {
+		int64_t j;
+		if (!p->bad[i] || strcmp(p->bad[i]->name, name) || (j = dup_uid_partner(p, i)) < 0)
+			continue;
+		const struct recfs_rec *a = (uint32_t)j < i ? p->bad[j] : p->bad[i],
+				       *b = (uint32_t)j < i ? p->bad[i] : p->bad[j];
+		return recfs_seterr(-EUCLEAN,
+				    "recordings '%s' (entry %u) and '%s' (entry %u) have the same uid "
+				    "%016llx: both are refused until fsck.recfs repairs the directory",
+				    a->name, a->index, b->name, b->index, (unsigned long long)a->uid);
+	}
+	return 0;
+}
+
+int recfs_pack_dup_uid(struct recfs_pack *p, uint32_t *index, struct recfs_rec *first,
+		       struct recfs_rec *other)
+{
+	for (uint32_t i = *index; p->dup_uids && i < p->dir_hwm && i < p->g.dir_capacity; i++) {
+		int64_t j;
+		if (!p->bad[i] || (j = dup_uid_partner(p, i)) < 0 || (uint32_t)j > i)
+			continue;
+		*first = *p->bad[j];
+		*other = *p->bad[i];
+		*index = i;
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static int meta_load(struct recfs_pack *p)
 {
 	int err;
 
 	p->bad_entries = 0;
+	p->dup_uids = 0;
 	err = bitmap_load(p);
 	if (!err)
 		err = dir_load(p);
+	if (!err)
+		err = dir_dup_uids(p);
 	if (!err)
 		recfs_bits_from_extents(p, p->bits);
 	return err;
@@ -498,6 +586,7 @@ int recfs_pack_reload(struct recfs_pack *p)
 	p->nrec = n.nrec;
 	p->hash = n.hash;
 	p->bad_entries = n.bad_entries;
+	p->dup_uids = n.dup_uids;
 	return 0;
 }
 

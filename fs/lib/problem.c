@@ -89,6 +89,10 @@ const struct recfs_problem recfs_problems[] = {
 	  "The newest copy of an entry is damaged everywhere (a torn write during a crash, or damage), or has a good checksum but an impossible field: the previous generation stands and is written over it." },
 	{ PR_ENT_UNKNOWN, "PR_ENT_UNKNOWN", "entry %e: %s; it is left as it is", NULL, NOFIX,
 	  "A directory entry with a good checksum that cannot be decoded or repaired: it is left alone, and no leaked rows are freed while it stands (they may be its)." },
+	{ PR_ENT_DUPUID, "PR_ENT_DUPUID",
+	  "recording '%n' (entry %e) has the same uid as '%N' (entry %a), which keeps it (%s)",
+	  "Give '%n' a new uid", 0,
+	  "Two entries share a recording's unique id (a damaged or crafted entry: the id seeds the chunk checksums and tells readers' caches apart, and readers refuse both). The one whose first chunk matches its checksum under that uid keeps it; when both or neither do, the older one (earlier start, then lower entry). The other gets a new uid, so its data no longer matches its checksums: it reads as EIO (recfs cat --no-verify and mount -o noverify still return the bytes), and --verify reports it. Declined, both stay hidden." },
 
 	{ PR_EXT_RANGE, "PR_EXT_RANGE",
 	  "recording '%n': extent of %b bytes at %a is not row aligned or outside the data area of %c bytes",

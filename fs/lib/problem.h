@@ -34,6 +34,7 @@ enum recfs_pr {
 	PR_ENT_DUPNAME = 307,
 	PR_ENT_ROLLBACK = 308,
 	PR_ENT_UNKNOWN = 309,
+	PR_ENT_DUPUID = 310,
 	/* pass 4: extents and allocation */
 	PR_EXT_RANGE = 401,
 	PR_EXT_OVERLAP_TRUNC = 402,

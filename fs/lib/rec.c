@@ -82,8 +82,10 @@ int recfs_rec_lookup(struct recfs_pack *p, const char *name, struct recfs_rec *o
 {
 	int64_t i = recfs__hash_find(p, name);
 
-	if (i < 0)
-		return recfs_seterr(-ENOENT, "no recording named '%s'", name);
+	if (i < 0) {
+		int err = recfs__dup_uid_err(p, name);
+		return err ? err : recfs_seterr(-ENOENT, "no recording named '%s'", name);
+	}
 	*out = *p->ent[i];
 	return 0;
 }
@@ -157,7 +159,7 @@ static uint64_t new_uid(const struct recfs_pack *p)
 			continue;
 		bool dup = false;
 		for (uint32_t i = 0; i < p->dir_hwm && !dup; i++)
-			dup = p->ent[i] && p->ent[i]->uid == u;
+			dup = (p->ent[i] && p->ent[i]->uid == u) || (p->bad[i] && p->bad[i]->uid == u);
 		if (!dup)
 			return u;
 	}
@@ -182,6 +184,9 @@ int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_
 		return err;
 	if (recfs__hash_find(p, name) >= 0)
 		return recfs_seterr(-EEXIST, "a recording named '%s' already exists", name);
+	/* nor a third entry by the name of one of two that share a uid */
+	if ((err = recfs__dup_uid_err(p, name)))
+		return err;
 	for (idx = 0; idx < p->dir_hwm && idx < p->g.dir_capacity; idx++)
 		if (!p->ent[idx] && !p->bad[idx])
 			break;

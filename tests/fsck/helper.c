@@ -11,6 +11,7 @@
  *   rollback PACK NAME                         drop the newest entry generation (a commit whose
  *                                              entry write never happened)
  *   set-entry PACK NAME FIELD VALUE [MEMBER]   rewrite the newest generation with a field changed
+ *                                              (uid @OTHER: OTHER's uid)
  *   set-super MEMBER primary|backup FIELD VALUE rewrite one superblock copy with a field changed
  *   bit PACK ROW set|clear                     change the newest bitmap copy on every member
  *   where PACK entry NAME | data NAME CHUNK | slot NAME CHUNK | bitmap
@@ -235,7 +236,15 @@ static int cmd_set_entry(char **a, int argc)
 		d->seq = htole64(x);
 	else if (!strcmp(f, "state"))
 		d->state = (uint8_t)x;
-	else if (!strcmp(f, "name")) {
+	else if (!strcmp(f, "uid")) {
+		/* @NAME: the uid of recording NAME (a duplicate) */
+		if (v[0] == '@') {
+			struct located O;
+			locate(a[0], v + 1, &O);
+			x = O.r.uid;
+		}
+		d->uid = htole64(x);
+	} else if (!strcmp(f, "name")) {
 		memset(d->name, 0, sizeof(d->name));
 		memcpy(d->name, v, strlen(v));
 		d->name_len = htole16((uint16_t)strlen(v));

@@ -340,6 +340,58 @@ static void test_bad_entry_kept(void **state)
 	recfs_fault_free(f);
 }
 
+/* Two live entries with one uid are both set aside; either name fails
+ * EUCLEAN naming both, and no third entry takes either name. */
+static void test_dup_uid(void **state)
+{
+	struct recfs_fault *f = tpack_new(1, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_pack_info pi;
+	struct recfs_rec r, a, b, c;
+	uint8_t slot[RECFS_ENTRY_SIZE];
+	uint32_t i = 0;
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "a", 1, 2 * CH, 0, &a);
+	write_rec(p, "b", 2, 2 * CH, 0, &b);
+	write_rec(p, "c", 3, CH, 0, &c);
+	const struct recfs_geom g = *recfs_pack_geom(p);
+	const uint64_t seed = p->pack_seed;
+	recfs_pack_close(p);
+	/* a newer generation of b with a's uid */
+	b.seq++;
+	b.uid = a.uid;
+	recfs_entry_encode(&b, seed, slot);
+	memcpy(recfs_fault_image(f, 0) + g.dir_off + ((uint64_t)b.index * 2 + (b.seq & 1)) * RECFS_ENTRY_SIZE,
+	       slot, sizeof(slot));
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	recfs_pack_info(p, &pi);
+	assert_int_equal(pi.bad_entries, 2);
+	assert_int_equal(pi.recordings, 1);
+	assert_int_equal(recfs_rec_lookup(p, "a", &r), -EUCLEAN);
+	assert_non_null(strstr(recfs_errmsg(), "'a' (entry 0) and 'b' (entry 1) have the same uid"));
+	assert_int_equal(recfs_rec_lookup(p, "b", &r), -EUCLEAN);
+	assert_int_equal(recfs_rec_lookup(p, "c", &r), 0);
+	assert_int_equal(recfs_rec_lookup(p, "d", &r), -ENOENT);
+	assert_int_equal(recfs_rec_next(p, &i, &r), 0);
+	assert_string_equal(r.name, "c");
+	i = 0;
+	assert_int_equal(recfs_pack_dup_uid(p, &i, &r, &c), 0);
+	assert_string_equal(r.name, "a");
+	assert_string_equal(c.name, "b");
+	i++;
+	assert_int_equal(recfs_pack_dup_uid(p, &i, &r, &c), -ENOENT);
+	struct recfs_input in = {0};
+	assert_int_equal(recfs_rec_create(p, "b", &in, CH, &r), -EUCLEAN);
+	write_rec(p, "d", 4, CH, 0, &r);
+	assert_int_not_equal(r.uid, a.uid);
+	assert_true(r.index > b.index); /* their indexes and rows are kept */
+	assert_true(r.ext_start >= b.ext_start + b.alloc_len);
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
 /* A read-only opener follows a writer: reload and refresh. */
 static void test_follow_writer(void **state)
 {
@@ -425,7 +477,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_chunk),     cmocka_unit_test(test_replica_damage),
 		cmocka_unit_test(test_stale_member),      cmocka_unit_test(test_bad_entry_kept),
 		cmocka_unit_test(test_odd_capacity),      cmocka_unit_test(test_follow_writer),
-		cmocka_unit_test(test_seq_wrap_entry),
+		cmocka_unit_test(test_seq_wrap_entry),    cmocka_unit_test(test_dup_uid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

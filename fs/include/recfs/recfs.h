@@ -215,7 +215,16 @@ int recfs_name_check(const char *name);
 /* Add a gap, merging the closest neighbours when the table is full. */
 void recfs_loss_add_gap(struct recfs_loss *l, uint64_t offset, uint32_t frames, uint16_t thread);
 
+/* -ENOENT; -EUCLEAN naming both when name is one of two entries that
+ * share a uid (both are set aside at load, like entries with an unusable
+ * extent: not listed, not found, index and rows never reused). */
 int recfs_rec_lookup(struct recfs_pack *p, const char *name, struct recfs_rec *out);
+/* Iterate the entries set aside because they share a uid: the first
+ * entry *index or later that repeats the uid of an earlier one (other),
+ * and that earlier one (first); -ENOENT when none is left.  Next call:
+ * (*index)++ first. */
+int recfs_pack_dup_uid(struct recfs_pack *p, uint32_t *index, struct recfs_rec *first,
+		       struct recfs_rec *other);
 int recfs_rec_get(struct recfs_pack *p, uint32_t index, struct recfs_rec *out);
 /* Iterate: fills the first recording with index >= *index and sets *index
  * to it; -ENOENT when none is left.  Next call: (*index)++ first. */
@@ -224,7 +233,9 @@ int recfs_rec_next(struct recfs_pack *p, uint32_t *index, struct recfs_rec *out)
 int recfs_rec_refresh(struct recfs_pack *p, struct recfs_rec *r);
 
 /* Create NAME in state RECORDING.  size_hint 0: take the largest free
- * extent (unknown length); else the smallest free extent that holds it. */
+ * extent (unknown length); else the smallest free extent that holds it.
+ * -EEXIST when NAME exists; -EUCLEAN naming both when NAME is one of two
+ * set-aside entries that share a uid. */
 int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_input *in,
 		     uint64_t size_hint, struct recfs_rec *out);
 

@@ -6,7 +6,7 @@
 # EIO.  Without degraded the refusal names the damaged member.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../tools/mount-lib.sh"
-echo "49-degraded-damaged: truncated and unreadable members in degraded mode"
+echo "4b-degraded-damaged: truncated and unreadable members in degraded mode"
 
 CS=65536
 make_members 4 64M
