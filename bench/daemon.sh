@@ -21,16 +21,21 @@
 #   -n N         file members (default 4), in -d DIR (default /var/tmp)
 #   -c TX:RX     CPU lists for the senders and the receiver (default 0:1-LAST,
 #                "none" to leave them unpinned; as bench/udp.sh)
+#   -T BPS       disk-bound: the members become loop devices (direct I/O)
+#                whose writes the cgroup-v1 blkio controller throttles to BPS
+#                bytes/s each; step 3 then also runs fio (one libaio job per
+#                member, 1M blocks, depth 4) on them, and the recorders run
+#                in that cgroup too (run as root)
 set -u
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 BIN=${RECFS_BIN:-$PWD/${BUILD:-build}/bin}
-RATES="200M 500M 1G" SCAN=0.5 K=20 RATE3=400M T3=10 N=4 DIR=/var/tmp
+RATES="200M 500M 1G" SCAN=0.5 K=20 RATE3=400M T3=10 N=4 DIR=/var/tmp THROTTLE=""
 CPUS=$([ "$(nproc)" -ge 2 ] && echo "0:1-$(($(nproc) - 1))" || echo none)
-while getopts "R:s:k:r:t:n:d:c:h" o; do
+while getopts "R:s:k:r:t:n:d:c:T:h" o; do
 	case $o in
 	R) RATES=$OPTARG ;; s) SCAN=$OPTARG ;; k) K=$OPTARG ;; r) RATE3=$OPTARG ;; t) T3=$OPTARG ;;
-	n) N=$OPTARG ;; d) DIR=$OPTARG ;; c) CPUS=$OPTARG ;;
+	n) N=$OPTARG ;; d) DIR=$OPTARG ;; c) CPUS=$OPTARG ;; T) THROTTLE=$(bytes "$OPTARG") ;;
 	*) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 1 ;;
 	esac
 done
@@ -42,7 +47,14 @@ make -s "$BIN/recfsd" "$BIN/recfs-record" "$BIN/recfs-play" >/dev/null || exit 1
 
 TMP=$(mktemp -d "$DIR/recfs-daemonbench.XXXXXX")
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+LOOPS=() CG=""
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
 top=0
 for r in $RATES $RATE3; do b=$(bytes "$r"); [ "$b" -gt "$top" ] && top=$b; done
 span=$(python3 -c "import sys; print(int(max($K * $SCAN + 3, $T3 + 3)))")
@@ -53,6 +65,20 @@ for ((i = 0; i < N; i++)); do
 	dd if=/dev/zero of="$TMP/m$i.img" bs=1M count=$((per >> 20)) oflag=direct status=none || exit 1
 	MEM+=("$TMP/m$i.img")
 done
+IN_CG=()
+if [ -n "$THROTTLE" ]; then
+	CG=/sys/fs/cgroup/blkio/recfs-daemonbench.$$
+	mkdir "$CG" || exit 1
+	for ((i = 0; i < N; i++)); do
+		l=$(losetup --direct-io=on -f --show "${MEM[i]}") || exit 1
+		LOOPS+=("$l")
+		echo "$(lsblk -dno MAJ:MIN "$l" | tr -d ' ') $THROTTLE" >"$CG/blkio.throttle.write_bps_device"
+		MEM[i]=$l
+	done
+	# run "$@" inside the throttled cgroup
+	IN_CG=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG")
+	echo "disk-bound: $N loop devices, writes throttled to $((THROTTLE / 1000000)) MB/s each"
+fi
 PACK=$(IFS=,; echo "${MEM[*]}")
 fresh() { "$BIN/mkfs.recfs" -f -q "$PACK"; }
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1), kernel $(uname -r); CPUs sender:receiver $CPUS"
@@ -60,7 +86,7 @@ echo "machine: $(nproc) CPUs, $(sed -n 's/^model name.*: //p' /proc/cpuinfo | he
 # start_d ARGS...: recfsd in the background; sets DPID, CTL, MX
 start_d() {
 	rm -f "$TMP/d.out" "$TMP/d.err"
-	$PIN_RX "$BIN/recfsd" -l 127.0.0.1:0 -m 127.0.0.1:0 "$@" "$PACK" >"$TMP/d.out" 2>"$TMP/d.err" &
+	$PIN_RX "${IN_CG[@]}" "$BIN/recfsd" -l 127.0.0.1:0 -m 127.0.0.1:0 "$@" "$PACK" >"$TMP/d.out" 2>"$TMP/d.err" &
 	DPID=$!
 	PIDS+=($DPID)
 	local i
@@ -171,7 +197,7 @@ print("%-22s %10d %10d %10.3f" % (sys.argv[4], b / float(sys.argv[5]) / 1e6, los
 # the reference: recfs-record, one input, the same stream
 fresh
 P=$(free_port)
-$PIN_RX "$BIN/recfs-record" -q -b 512M -i "udp:127.0.0.1:$P" --stats-json "$TMP/rec.json" "$PACK" ref 2>/dev/null &
+$PIN_RX "${IN_CG[@]}" "$BIN/recfs-record" -q -b 512M -i "udp:127.0.0.1:$P" --stats-json "$TMP/rec.json" "$PACK" ref 2>/dev/null &
 RPID=$!
 PIDS+=($RPID)
 wait_bound "$P"
@@ -184,4 +210,15 @@ j = json.load(open(sys.argv[1])); c = j["cpu"]; d = j["datagrams"]
 print("%-22s %10d %10d %10.3f" % ("recfs-record, 1 input", j["bytes"] / float(sys.argv[2]) / 1e6,
       d["dropped_ring_full"] + d["dropped_kernel"], (c["user_s"] + c["system_s"]) / (j["bytes"] / 1e9)))' "$TMP/rec.json" "$T3"
 for n in 1 2 4; do run3 "$n"; done
+if [ -n "$THROTTLE" ]; then
+	# the members' own ceiling: fio on the same throttled devices
+	args=()
+	for l in "${LOOPS[@]}"; do args+=(--name="$(basename "$l")" --filename="$l"); done
+	"${IN_CG[@]}" fio --output-format=json --output="$TMP/fio.json" --rw=write --bs=1M --direct=1 \
+		--ioengine=libaio --iodepth=4 --time_based --runtime="$T3" --offset=64M "${args[@]}" >/dev/null
+	python3 -c '
+import json, sys
+bw = sum(j["write"]["bw_bytes"] for j in json.load(open(sys.argv[1]))["jobs"])
+print("%-22s %10d" % ("fio, all members", bw / 1e6))' "$TMP/fio.json"
+fi
 echo "(MB/s over the sending time; CPU: the recorder process's user+system per GB recorded)"
