@@ -38,7 +38,7 @@ for sec in (100, 101):
         if fn < 10 and sec == 100:
             s.sendto(frame(7, sec, fn), ("127.0.0.1", int(sys.argv[1])))
 PY
-sleep 0.5
+check "recfsd took every datagram sent" wait_drained "$port"
 expect_reply "record=off" "record=off" '!record = 0 ;'
 got=$(vsi "scan_check?")
 check "scan_check? lists the 4 thread recordings ($got)" test "$(grep -o 'v_t[0-3]' <<<"$got" | sort -u | wc -l)" = 4

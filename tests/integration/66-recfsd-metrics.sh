@@ -58,11 +58,11 @@ cap=$(val 'recfsd_pack_capacity_bytes{}')
 check "pack capacity is the pack's ($cap)" test "${cap%.0}" = "$(recfs info "$PACK" | sed -n 's/^capacity:.*(\([0-9]*\) bytes)/\1/p')"
 
 send "$pa" 99 0 20 # idle: before the scan
-sleep 0.2
+check "recfsd took the idle datagrams" wait_drained "$pa"
 expect_reply "record=on" "record=on:m1" '!record = 0 ;'
 sleep 0.2
 send "$pa" 100 0 1000 100 101 102 # 997 frames, 3 lost: 4 chunks, every member
-sleep 0.5
+check "recfsd took the scan's datagrams" wait_drained "$pa"
 check "scrape while recording" scrape
 check "recording 1 while the scan runs" test "$(val 'recfsd_recording{}')" = 1.0
 check "scan_info names the scan and its state" test "$(val 'recfsd_scan_info{name="m1",scan="1",state="recording"}')" = 1.0

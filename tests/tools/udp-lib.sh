@@ -14,3 +14,25 @@ wait_bound() {
 	done
 	return 1
 }
+
+# wait_drained PORT...: until the receiver has taken every datagram queued
+# on each UDP socket bound to PORT (Recv-Q empty twice running), then
+# 0.1 s for it to act on its last batch; 20 s at most.  A test that sent
+# a finite stream waits here before record=on or record=off, not for a
+# fixed time: on a loaded machine the receiver may lag by seconds.
+wait_drained() {
+	local p i empty
+	for p in "$@"; do
+		empty=0
+		for ((i = 0; i < 400 && empty < 2; i++)); do
+			if [ "$(ss -Hlun "sport = :$p" 2>/dev/null | awk '{s += $2} END {print s + 0}')" = 0 ]; then
+				empty=$((empty + 1))
+			else
+				empty=0
+			fi
+			sleep 0.05
+		done
+		[ "$empty" -ge 2 ] || return 1
+	done
+	sleep 0.1
+}
