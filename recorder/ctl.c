@@ -39,7 +39,7 @@ static void rd_field(struct rd_out *o, const char *fmt, ...)
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
 	for (char *q = tmp; *q; q++)
-		if (*q == ';' || *q == ':' || *q == '\n' || *q == '\r' || (unsigned char)*q < 0x20)
+		if (*q == ';' || *q == ':' || *q == '!' || *q == '\n' || *q == '\r' || (unsigned char)*q < 0x20)
 			*q = *q == ':' ? '.' : ' ';
 	int n = snprintf(o->buf + o->used, o->len - o->used, "%s%s", o->used ? " : " : "", tmp);
 	if (n > 0)
@@ -151,7 +151,7 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 	}
 	if (np < 2 || np > 4 || rd_name_part(p[1], 64) || (np > 2 && p[2][0] && rd_name_part(p[2], 32)) ||
 	    (np > 3 && p[3][0] && rd_name_part(p[3], 8))) {
-		rd_field(o, "record = on or START : SCAN [: EXPERIMENT [: STATION]], each printable, no spaces or '/'");
+		rd_field(o, "record = on or START : SCAN [: EXPERIMENT [: STATION]], at most 64, 32 and 8 printable bytes, no spaces or '/'");
 		return 8;
 	}
 	/* jive5ab: EXPERIMENT_STATION_SCAN when they are given */

@@ -354,9 +354,18 @@ static int rd_parse_cpus(struct rd *d, const char *list)
 		fprintf(stderr, PROG ": --cpu '%s': want a comma-separated list of CPU numbers\n", list);
 		return -EINVAL;
 	}
+	unsigned want = 1;
+	for (const char *p = list; *p; p++)
+		want += *p == ',';
+	if (want > d->nin) {
+		free(copy);
+		fprintf(stderr, PROG ": --cpu '%s': %u CPUs for %u input%s (one per --input, in order)\n", list,
+			want, d->nin, d->nin == 1 ? "" : "s");
+		return -EINVAL;
+	}
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
-		if (k == RD_MAX_INPUTS || rd_num("--cpu", tok, &v, false, 0, CPU_SETSIZE - 1)) {
+		if (rd_num("--cpu", tok, &v, false, 0, CPU_SETSIZE - 1)) {
 			err = -EINVAL;
 			break;
 		}
@@ -374,7 +383,12 @@ static int rd_parse_split(struct rd *d, const char *arg)
 		fprintf(stderr, PROG ": --split '%s': want vdif-thread:THREADS (0-3 or 0,1,2,3)\n", arg);
 		return -EINVAL;
 	}
-	char *copy = strdup(arg + 12), *save = NULL, *tok;
+	const char *l = arg + 12;
+	if (l[0] == ',' || l[strlen(l) - 1] == ',' || strstr(l, ",,")) {
+		fprintf(stderr, PROG ": --split '%s': an empty thread in the list\n", arg);
+		return -EINVAL;
+	}
+	char *copy = strdup(l), *save = NULL, *tok;
 	int err = copy ? 0 : -ENOMEM;
 	for (tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && !err; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t lo, hi;
@@ -672,9 +686,11 @@ int main(int argc, char **argv)
 
 	/* ready: every input is bound and drained, control is listening */
 	rd_ready(d, ready_fd, ctl_where, mx_where);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* sigsuspend unblocks and waits in one step: a signal between the
+	 * test and the wait is not missed (pause() would sleep through it) */
 	while (!rd_stop_sig)
-		pause();
+		sigsuspend(&old);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	fprintf(stderr, PROG ": %s: sealing the open scan and stopping\n", strsignal(rd_stop_sig));
 	status = 0;
 

@@ -103,7 +103,10 @@ struct vs_server {
 	vs_line_end_fn end;
 	void *ctx;
 	pthread_t thr;
+	uint64_t accept_after;  /* accept failed for want of descriptors: wait (ms) */
 	struct vs_client cl[VS_CLIENTS_MAX];
+	char fields[VS_FIELDS_MAX];             /* one statement's reply fields */
+	char reply[VS_REPLY_MAX];               /* one statement's reply */
 };
 
 static uint64_t vs_ms(void)
@@ -153,39 +156,62 @@ static bool vs_flush(struct vs_client *c)
 	return true;
 }
 
-/* One whole line: every statement answered, the replies on one line. */
+/* One whole line: every statement answered, the replies on one line, each
+ * queued as it is made (no reply is cut short, however many statements the
+ * line holds; a client that leaves more than VS_OUT_MAX unread is dropped). */
 static bool vs_line(struct vs_server *s, struct vs_client *c, char *line)
 {
-	char out[VS_LINE_MAX * 2] = "", fields[1024], why[128];
-	size_t n = strlen(line);
+	char *out = s->reply, why[128];
+	size_t n = strlen(line), nst = 0;
+	out[0] = 0;
 	if (n && line[n - 1] == '\r')
 		line[--n] = 0;
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
-			vs_reply(out, sizeof(out), "error", false, 3, "control characters in the line");
+			vs_reply(out, VS_REPLY_MAX, "error", false, 3, "control characters in the line");
 			goto out_send;
 		}
+	/* statements on the line, counted before any is carried out */
+	for (const char *p = line; *p;) {
+		size_t k = strcspn(p, ";");
+		for (size_t j = 0; j < k; j++)
+			if (p[j] != ' ' && p[j] != '\t') {
+				nst++;
+				break;
+			}
+		p += k + (p[k] == ';');
+	}
+	if (nst > VS_STMTS_MAX) {
+		snprintf(why, sizeof(why), "more than %d statements on a line, none carried out", VS_STMTS_MAX);
+		vs_reply(out, VS_REPLY_MAX, "error", false, 3, why);
+		goto out_send;
+	}
+	bool first = true;
 	char *save = NULL;
 	for (char *st = strtok_r(line, ";", &save); st; st = strtok_r(NULL, ";", &save)) {
 		if (!*vs_trim(st))
 			continue;
 		struct vs_req req;
 		int rc = vs_parse(st, &req, why, sizeof(why));
+		out[0] = 0;
 		if (rc) {
-			vs_reply(out, sizeof(out), req.keyword[0] ? req.keyword : "error", req.query, rc, why);
-			continue;
+			vs_reply(out, VS_REPLY_MAX, req.keyword[0] ? req.keyword : "error", req.query, rc, why);
+		} else {
+			s->fields[0] = 0;
+			rc = s->fn(s->ctx, &req, s->fields, VS_FIELDS_MAX);
+			vs_reply(out, VS_REPLY_MAX, req.keyword, req.query, rc, s->fields);
 		}
-		fields[0] = 0;
-		rc = s->fn(s->ctx, &req, fields, sizeof(fields));
-		vs_reply(out, sizeof(out), req.keyword, req.query, rc, fields);
+		if ((!first && !vs_queue(c, " ", 1)) || !vs_queue(c, out, strlen(out)))
+			return false;
+		first = false;
 	}
 	if (s->end)
 		s->end(s->ctx);
-	if (!out[0])
+	if (first)
 		return true; /* an empty line: nothing to answer */
+	return vs_queue(c, "\n", 1);
 out_send:
-	strcat(out, "\n");
-	return vs_queue(c, out, strlen(out));
+	return vs_queue(c, out, strlen(out)) && vs_queue(c, "\n", 1);
 }
 
 /* Read what the client sent; false to drop it. */
@@ -242,17 +268,21 @@ static void *vs_main(void *arg)
 	for (;;) {
 		unsigned n = 0;
 		pf[n++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
-		pf[n++] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+		/* out of descriptors: the listener stays readable, so leave it
+		 * out of the poll for a while instead of spinning on accept */
+		pf[n++] = (struct pollfd){ .fd = vs_ms() < s->accept_after ? -1 : s->lfd, .events = POLLIN };
 		for (unsigned i = 0; i < VS_CLIENTS_MAX; i++) {
 			struct vs_client *c = &s->cl[i];
 			pf[n++] = (struct pollfd){ .fd = c->fd, .events = (short)(POLLIN | (c->outlen ? POLLOUT : 0)) };
 		}
-		if (poll(pf, n, 1000) < 0 && errno != EINTR)
+		if (poll(pf, n, s->accept_after > vs_ms() ? 100 : 1000) < 0 && errno != EINTR)
 			break;
 		if (pf[0].revents)
 			break; /* vs_server_stop */
 		if (pf[1].revents & POLLIN) {
 			int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
+				s->accept_after = vs_ms() + 100;
 			if (fd >= 0) {
 				unsigned i;
 				for (i = 0; i < VS_CLIENTS_MAX && s->cl[i].fd >= 0; i++)

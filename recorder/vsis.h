@@ -18,6 +18,9 @@
 #define VS_LINE_MAX 4096      /* a longer line: rc 3, the rest of it discarded */
 #define VS_KEYWORD_MAX 32     /* keyword bytes, letters, digits and '_' */
 #define VS_PARAMS_MAX 16      /* parameters a statement may carry */
+#define VS_STMTS_MAX 64       /* statements on one line: more, rc 3 and none run */
+#define VS_FIELDS_MAX 16384   /* one reply's fields (scan_check? of 32 streams) */
+#define VS_REPLY_MAX (VS_FIELDS_MAX + 64)
 #define VS_OUT_MAX (64u << 10) /* replies a client leaves unread: more, dropped */
 #define VS_CLIENTS_MAX 32     /* connections at once; more are told and closed */
 #define VS_PARTIAL_TIMEOUT_MS 30000 /* a line begun and not ended: dropped */

@@ -105,6 +105,19 @@ numopt --commit-interval recfsd -c @ "$PACK"
 numopt --ready-fd recfsd --ready-fd @ "$PACK"
 numopt --cpu recfsd --cpu @ "$PACK"
 numopt --input recfsd -i udp:127.0.0.1:@ "$PACK"
+numopt --packet-size recfsd -P @ "$PACK"
+numopt --strip recfsd -S @ "$PACK"
+numopt --rcvbuf recfsd --rcvbuf @ "$PACK"
+numopt --listen recfsd -l 127.0.0.1:@ "$PACK"
+numopt --metrics recfsd -m 127.0.0.1:@ "$PACK"
+numopt --split recfsd -F vdif --split vdif-thread:@ "$PACK"
+numopt --frame-size recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --frame-size @
+numopt --threads recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --threads @
+numopt --frame-rate recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --frame-rate @
+refused "recfsd: more CPUs than inputs" "recfsd: --cpu '0,1': 2 CPUs for 1 input" \
+	recfsd -i udp:127.0.0.1:9 --cpu 0,1 "$PACK"
+refused "recfsd: an empty thread in --split" "recfsd: --split 'vdif-thread:0-3,': an empty thread in the list" \
+	recfsd -F vdif --split vdif-thread:0-3, "$PACK"
 numopt "option cache_mb" recfs-mount -o cache_mb=@ "$PACK" "$T_DIR"
 numopt "option umask" recfs-mount -o umask=@ "$PACK" "$T_DIR"
 make_members 2 4M fresh

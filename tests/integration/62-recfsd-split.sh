@@ -76,4 +76,28 @@ done
 check "no recording for the thread no lane takes" test "$(grep -c '"v_t7"' "$T_DIR/ls.json")" = 0
 run fsck.recfs -n "$PACK"
 check "fsck clean (exit $RC)" test "$RC" = 0
+
+# 16 lanes and the longest names: scan_check? answers every lane whole
+# (its reply runs past 2 KiB; the fields of one reply once stopped at 1 KiB)
+port=$(free_port)
+check "recfsd --split vdif-thread:0-15 ready" start_recfsd -F vdif --split vdif-thread:0-15 -i "udp:127.0.0.1:$port" --buffer 64M "$PACK"
+scan=$(printf 'S%.0s' $(seq 64)) exp=$(printf 'E%.0s' $(seq 32))
+long=${exp}_STATION8_$scan
+expect_reply "a 65-byte scan name is refused" "record=on:S$scan" '!record = 8 : .*at most 64, 32 and 8 printable bytes.*'
+expect_reply "record=on the longest scan, experiment and station" "record=on:$scan:$exp:STATION8" '!record = 0 ;'
+python3 - "$port" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+F = 1032
+for fn in range(4):
+    for th in range(16):
+        s.sendto(struct.pack("<IIII", 200, fn, F // 8, 1 << 26 | th << 16) + bytes(F - 16), ("127.0.0.1", int(sys.argv[1])))
+PY
+check "recfsd took the 64 frames" wait_drained "$port"
+expect_reply "record=off (16 lanes)" "record=off" '!record = 0 ;'
+got=$(vsi "scan_check?")
+check "scan_check? of 16 lanes: ${#got} bytes, every lane's name, the reply ended" \
+	eval 'test "$(grep -oE "${long}_t(1[0-5]|[0-9]) : vdif" <<<"$got" | sort -u | wc -l)" = 16 && [[ $got == *" ;" ]] && test ${#got} -gt 2048'
+stop_recfsd
+check "recfsd exits 0 (16 lanes)" test "$RD_RC" = 0
 finish
