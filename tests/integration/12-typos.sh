@@ -99,25 +99,25 @@ BAD=(nan inf -1 +5 1e3 0x10 " 5" 5junk 99999999999999999999999) # -C alone is th
 numopt -C fsck.recfs -n -C@ "$PACK"
 BAD=("${BAD_ALL[@]}")
 numopt -t recfs ctl -t @ 127.0.0.1:9 'record?'
-numopt --queue-depth recfsd -Q @ "$PACK"
-numopt --buffer recfsd -b @ "$PACK"
-numopt --commit-interval recfsd -c @ "$PACK"
-numopt --ready-fd recfsd --ready-fd @ "$PACK"
-numopt --cpu recfsd --cpu @ "$PACK"
-numopt --input recfsd -i udp:127.0.0.1:@ "$PACK"
-numopt --packet-size recfsd -P @ "$PACK"
-numopt --strip recfsd -S @ "$PACK"
-numopt --rcvbuf recfsd --rcvbuf @ "$PACK"
-numopt --listen recfsd -l 127.0.0.1:@ "$PACK"
-numopt --metrics recfsd -m 127.0.0.1:@ "$PACK"
-numopt --split recfsd -F vdif --split vdif-thread:@ "$PACK"
+numopt --queue-depth timeout 20 recfsd -Q @ "$PACK"
+numopt --buffer timeout 20 recfsd -b @ "$PACK"
+numopt --commit-interval timeout 20 recfsd -c @ "$PACK"
+numopt --ready-fd timeout 20 recfsd --ready-fd @ "$PACK"
+numopt --cpu timeout 20 recfsd --cpu @ "$PACK"
+numopt --input timeout 20 recfsd -i udp:127.0.0.1:@ "$PACK"
+numopt --packet-size timeout 20 recfsd -P @ "$PACK"
+numopt --strip timeout 20 recfsd -S @ "$PACK"
+numopt --rcvbuf timeout 20 recfsd --rcvbuf @ "$PACK"
+numopt --listen timeout 20 recfsd -l 127.0.0.1:@ "$PACK"
+numopt --metrics timeout 20 recfsd -m 127.0.0.1:@ "$PACK"
+numopt --split timeout 20 recfsd -F vdif --split vdif-thread:@ "$PACK"
 numopt --frame-size recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --frame-size @
 numopt --threads recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --threads @
 numopt --frame-rate recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --frame-rate @
 refused "recfsd: more CPUs than inputs" "recfsd: --cpu '0,1': 2 CPUs for 1 input" \
-	recfsd -i udp:127.0.0.1:9 --cpu 0,1 "$PACK"
+	timeout 20 recfsd -i udp:127.0.0.1:9 --cpu 0,1 "$PACK"
 refused "recfsd: an empty thread in --split" "recfsd: --split 'vdif-thread:0-3,': an empty thread in the list" \
-	recfsd -F vdif --split vdif-thread:0-3, "$PACK"
+	timeout 20 recfsd -F vdif --split vdif-thread:0-3, "$PACK"
 numopt "option cache_mb" recfs-mount -o cache_mb=@ "$PACK" "$T_DIR"
 numopt "option umask" recfs-mount -o umask=@ "$PACK" "$T_DIR"
 make_members 2 4M fresh
