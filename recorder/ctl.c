@@ -358,8 +358,21 @@ static int rd_net_protocol(struct rd *d, bool query, unsigned np, char *const *p
 		rd_field(o, "recfsd receives udp (and udps, the 8-byte sequence-number prefix, as --strip 8)");
 		return np < 1 ? 8 : 6;
 	}
-	if (np > 1 && p[1][0]) {
-		rd_field(o, "socket buffer size is set with --rcvbuf when recfsd starts");
+	/* jive5ab: PROTOCOL : SOCBUF : BLOCKSIZE : NBLOCK.  The socket
+	 * buffer and the ring are sized when recfsd starts: a SOCBUF within
+	 * --rcvbuf is already had, the ring's shape is recfsd's own */
+	uint64_t v, rcvbuf = d->st[0].r->rcvbuf;
+	if (np > 4) {
+		rd_field(o, "net_protocol = PROTOCOL [: SOCBUF [: BLOCKSIZE [: NBLOCK]]]");
+		return 8;
+	}
+	for (unsigned k = 1; k < np; k++)
+		if (p[k][0] && recfs_parse_bytes("net_protocol", p[k], 0, UINT64_MAX, &v)) {
+			rd_field(o, "net_protocol %s '%.32s' is not a size", k == 1 ? "SOCBUF" : k == 2 ? "BLOCKSIZE" : "NBLOCK", p[k]);
+			return 8;
+		}
+	if (np > 1 && p[1][0] && (recfs_parse_bytes("net_protocol", p[1], 0, UINT64_MAX, &v), v > rcvbuf)) {
+		rd_field(o, "socket buffer is %" PRIu64 " bytes (--rcvbuf, set when recfsd starts)", rcvbuf);
 		return 6;
 	}
 	bool udps = strcasecmp(p[0], "udp") != 0;
@@ -375,8 +388,15 @@ static int rd_net_protocol(struct rd *d, bool query, unsigned np, char *const *p
 static int rd_net_port(struct rd *d, bool query, unsigned np, char *const *p, struct rd_out *o)
 {
 	if (query) {
-		for (unsigned i = 0; i < d->nin; i++)
-			rd_field(o, "%s", d->in[i].spec + 4);
+		/* jive5ab's form, [ADDR@]PORT: a ':' would split the field */
+		for (unsigned i = 0; i < d->nin; i++) {
+			char a[160];
+			snprintf(a, sizeof(a), "%s", d->in[i].spec + 4);
+			char *c = strrchr(a, ':');
+			if (c && c[1] != ']')
+				*c = '@';
+			rd_field(o, "%s", a);
+		}
 		return 0;
 	}
 	if (np != 1 || !p[0][0]) {

@@ -18,8 +18,13 @@ expect_reply "mode= VDIF as configured" "mode = VDIF_8000-512-16-2" '!mode = 0 ;
 expect_reply "mode?" "mode?" '!mode \? 0 : vdif ;'
 expect_reply "mode= another data type is refused" "mode=mark5b" "!mode = 8 : mode 'mark5b'. recfsd records VDIF or raw streams ;"
 expect_reply "net_protocol=udps (the sequence-number prefix stripped)" "net_protocol=udps" '!net_protocol = 0 ;'
+expect_reply "net_protocol= as FlexBuff sends it, buffer within --rcvbuf" "net_protocol=udps:32000000:256000000:4" '!net_protocol = 0 ;'
+expect_reply "net_protocol= a socket buffer over --rcvbuf conflicts" "net_protocol=udps:128M" '!net_protocol = 6 : socket buffer is 67108864 bytes .*'
+expect_reply "net_protocol= a junk size is a parameter error" "net_protocol=udps:nan" "!net_protocol = 8 : net_protocol SOCBUF 'nan' is not a size ;"
+expect_reply "net_protocol? protocol and buffer" "net_protocol?" '!net_protocol \? 0 : udps : 67108864 ;'
 expect_reply "net_protocol=tcp is refused" "net_protocol=tcp" '!net_protocol = 6 : recfsd receives udp.*'
 expect_reply "net_port= the bound port" "net_port=$port" '!net_port = 0 ;'
+expect_reply "net_port? in jive5ab's form" "net_port?" "!net_port \\? 0 : 127\\.0\\.0\\.1@$port ;"
 expect_reply "net_port= another port is refused" "net_port=1" '!net_port = 6 : inputs are bound when recfsd starts.*'
 expect_reply "mtu=9000" "mtu=9000" '!mtu = 0 ;'
 expect_reply "mtu? says so" "mtu?" '!mtu \? 0 : 9000 ;'
