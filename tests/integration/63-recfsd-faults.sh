@@ -72,7 +72,7 @@ dd if="$m1" of="$SMALL/m1.img" bs=4096 skip=$(((64 << 20) / 4096 - 1)) seek=$(((
 	conv=notrunc status=none
 P2="${MEMBERS%% *},$SMALL/m1.img"
 port=$(free_port)
-check "recfsd on a failing member is ready" start_recfsd -i "udp:127.0.0.1:$port" --buffer 16M "$P2"
+check "recfsd on a failing member is ready" start_recfsd -i "udp:127.0.0.1:$port" --buffer 16M -m 127.0.0.1:0 "$P2"
 recfs-play -q --gen counter --udp "127.0.0.1:$port" --rate 20M --duration 30 &
 ppid=$!
 cleanup_add "kill $ppid"
@@ -81,6 +81,10 @@ check "eio: the scan halts on the member error" wait_reply "record?" '!record \?
 expect_reply "eio: status? names the member" "status?" "!status \\? 0 : 0x00000003 : halted : member I/O error.*$SMALL/m1.img.*"
 expect_reply "eio: record=off answers 4" "record=off" '!record = 4 : member write error.*'
 expect_reply "eio: further scans are refused" "record=on:again" '!record = 4 : member I/O error.*'
+check "eio: metrics scraped after the error" curl -sf -o "$T_DIR/eio.metrics" "http://$RD_MX/metrics"
+errs() { grep "^recfsd_member_write_errors_total{member=\"$1\"" "$T_DIR/eio.metrics" | awk "{print \$NF}"; }
+check "eio: the metrics count the failed member's write errors ($(errs 1))" test "$(errs 1)" -ge 1
+check "eio: and none on the good member ($(errs 0))" test "$(errs 0)" = 0
 kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
 stop_recfsd
 check "eio: recfsd exits 3 after a member error (got $RD_RC)" test "$RD_RC" = 3
