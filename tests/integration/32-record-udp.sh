@@ -98,15 +98,7 @@ check "generated udp stream verified byte for byte ($OUT)" grep -q "4096000 byte
 # datagram must be in the recording.
 PORT=$(free_port)
 mkfifo "$T_DIR/ready"
-python3 - "$T_DIR/notify.sock" >"$T_DIR/notify.out" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1]); s.settimeout(20)
-print(s.recv(256).decode(), flush=True)
-PY
-npid=$!
-cleanup_add "kill $npid"
-for ((i = 0; i < 100; i++)); do [ -S "$T_DIR/notify.sock" ] && break; sleep 0.05; done
+check "a notification socket" notify_listen "$T_DIR/notify.sock" "$T_DIR/notify.out"
 NOTIFY_SOCKET=$T_DIR/notify.sock recfs-record $B -q -i "udp:127.0.0.1:$PORT" --packet-size 8192 \
 	--size $((8192 * 300)) --ready-fd 3 "$PACK" ready 3>"$T_DIR/ready" &
 pid=$!
@@ -118,7 +110,7 @@ wait $pid
 check "recorder exits 0 after exactly its --size" test $? = 0
 run recfs-play --check counter "$PACK" ready
 check "every datagram sent after READY=1 recorded ($OUT)" grep -q "2457600 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
-wait $npid
+wait $NOTIFY_PID
 check "sd_notify: READY=1 on NOTIFY_SOCKET" grep -qx READY=1 "$T_DIR/notify.out"
 expect_err "--ready-fd on a closed descriptor" 1 "--ready-fd 97: not an open descriptor" \
 	recfs-record -i "udp:127.0.0.1:$PORT" --ready-fd 97 "$PACK" never

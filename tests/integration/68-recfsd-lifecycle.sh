@@ -24,15 +24,7 @@ port=$(free_port)
 
 # --- readiness: READY=1 on --ready-fd and NOTIFY_SOCKET, the ready line on
 # stdout, all once the input is bound
-python3 - "$T_DIR/notify.sock" >"$T_DIR/notify.out" <<'PY' &
-import socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1]); s.settimeout(20)
-print(s.recv(256).decode(), flush=True)
-PY
-npid=$!
-cleanup_add "kill $npid"
-for ((i = 0; i < 100; i++)); do [ -S "$T_DIR/notify.sock" ] && break; sleep 0.05; done
+check "a notification socket" notify_listen "$T_DIR/notify.sock" "$T_DIR/notify.out"
 mkfifo "$T_DIR/ready"
 NOTIFY_SOCKET=$T_DIR/notify.sock recfsd -l 127.0.0.1:0 -i "udp:127.0.0.1:$port" --buffer 32M \
 	--ready-fd 3 "$PACK" >"$T_DIR/out" 2>"$T_DIR/log" 3>"$T_DIR/ready" &
@@ -41,7 +33,7 @@ cleanup_add "kill -9 $RD_PID"
 read -r -t 20 line <"$T_DIR/ready"
 check "--ready-fd: READY=1 ($line)" test "$line" = READY=1
 check "the input is bound at READY=1" test -n "$(ss -Hlun "sport = :$port")"
-wait $npid
+wait $NOTIFY_PID
 check "sd_notify: READY=1 on NOTIFY_SOCKET" grep -qx READY=1 "$T_DIR/notify.out"
 RD_CTL=$(sed -n '1s/^ready control=\([^ ]*\).*/\1/p' "$T_DIR/out")
 check "the first line on stdout names the control port ($(head -n 1 "$T_DIR/out"))" test -n "$RD_CTL"

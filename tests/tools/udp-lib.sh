@@ -36,3 +36,20 @@ wait_drained() {
 	done
 	sleep 0.1
 }
+
+# notify_listen SOCK OUT: a systemd-style notification socket at SOCK; the
+# first message it gets goes to OUT (20 s at most).  Sets NOTIFY_PID and
+# returns once SOCK exists.
+notify_listen() {
+	python3 - "$1" >"$2" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1]); s.settimeout(20)
+print(s.recv(256).decode(), flush=True)
+PY
+	NOTIFY_PID=$!
+	cleanup_add "kill $NOTIFY_PID"
+	local i
+	for ((i = 0; i < 100; i++)); do [ -S "$1" ] && return 0; sleep 0.05; done
+	return 1
+}
