@@ -133,7 +133,10 @@ struct rr {
 	_Atomic bool wr_failed;          /* a member failed: nothing more is written */
 	pthread_mutex_t seg_lock;        /* rec, created and results (writer, committer, control) */
 	pthread_mutex_t *pack_lock;      /* library calls on the shared pack */
-	unsigned share;                  /* recfsd: inputs sharing the free space */
+	/* recfsd: per queued scan (by segment number mod RR_SEGQ), how many
+	 * of its streams have yet to create their recording; shared by every
+	 * stream, read and decremented under pack_lock */
+	unsigned *share_left;
 	/* totals over the input's life (recfsd metrics; receiver, relaxed) */
 	_Atomic uint64_t tot_packets, tot_bytes, tot_idle_packets, tot_idle_bytes;
 	_Atomic uint64_t tot_ring_dropped, tot_kernel_dropped, tot_wrong_size, tot_frames_lost;

@@ -54,18 +54,6 @@ void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, si
 		out[0] = 0; /* too long: refused as no valid name */
 }
 
-/* Has the scan's every segment been closed by its receiver?  Its
- * segments' state, from the oldest input's point of view. */
-static bool rd_scan_closed(const struct rd *d, const struct rd_scan *sc)
-{
-	for (unsigned i = 0; i < d->nst; i++) {
-		struct rr *r = d->st[i].r;
-		if (atomic_load_explicit(&rr_seg_at(r, sc->seg)->state, memory_order_acquire) < RR_SEG_ENDED)
-			return false;
-	}
-	return true;
-}
-
 bool rd_scan_done(const struct rd *d, const struct rd_scan *sc)
 {
 	for (unsigned i = 0; i < d->nst; i++)
@@ -74,15 +62,21 @@ bool rd_scan_done(const struct rd *d, const struct rd_scan *sc)
 	return true;
 }
 
-/* The open scan ended by itself (pack full, member error, input error):
- * it is no longer recording; record=off will say why.  Under d->lock. */
+/* A stream of the open scan ended by itself (pack full, member error,
+ * input error): record=off, record? and status? will say why, even while
+ * the scan's other streams go on; once every stream has ended the scan is
+ * no longer recording.  Under d->lock. */
 void rd_refresh(struct rd *d)
 {
-	if (!d->recording || !rd_scan_closed(d, &d->cur))
+	if (!d->recording)
 		return;
-	d->recording = false;
+	bool all = true;
 	for (unsigned i = 0; i < d->nst; i++) {
 		struct rr_seg *s = rr_seg_at(d->st[i].r, d->cur.seg);
+		if (atomic_load_explicit(&s->state, memory_order_acquire) < RR_SEG_ENDED) {
+			all = false;
+			continue;
+		}
 		int why = atomic_load(&s->why);
 		if (why != RR_STOP_NONE && !d->halted[0]) {
 			char name[RECFS_NAME_MAX + 1];
@@ -91,6 +85,8 @@ void rd_refresh(struct rd *d)
 				 rr_stop_what[why], name);
 		}
 	}
+	if (all)
+		d->recording = false;
 }
 
 /* Why no scan can start now, or NULL.  Under d->lock. */
@@ -169,6 +165,10 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	 * receiver closes the last scan and opens this one at once */
 	d->close_pending = false;
 	uint64_t seg = 0;
+	/* the slot is free: its last scan's streams have all been sealed */
+	pthread_mutex_lock(&d->pack_lock);
+	d->share_left[atomic_load(&d->st[0].r->seg_posted) % RR_SEGQ] = d->nst;
+	pthread_mutex_unlock(&d->pack_lock);
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
 		rd_rec_name(d, name, i, rn, sizeof(rn));
@@ -211,6 +211,11 @@ int rd_scan_stop(struct rd *d)
 	d->cur.t_off_ns = rd_wall_ns();
 	d->check = d->cur;
 	d->hist[d->cur.no % RR_SEGQ] = d->cur;
+	if (d->halted[0]) { /* one of its streams had stopped before */
+		snprintf(d->why, sizeof(d->why), "%s", d->halted);
+		d->halted[0] = 0;
+		return 4;
+	}
 	return 0;
 }
 
@@ -632,9 +637,9 @@ int main(int argc, char **argv)
 			in->split.lane[0]->in_fd = -1;
 		}
 	}
-	/* concurrent scans share the largest free extent between them */
+	/* the streams of a scan share the free space between them */
 	for (unsigned k = 0; k < d->nst; k++)
-		d->st[k].r->share = d->nst;
+		d->st[k].r->share_left = d->share_left;
 
 	/* signals: every thread blocks them but the main one, which waits */
 	struct sigaction sa = { .sa_handler = rd_on_signal };

@@ -48,9 +48,18 @@ static int wr_create(struct rr *r, struct rr_seg *s)
 	pthread_mutex_lock(r->pack_lock);
 	uint64_t hint = 0;
 	struct recfs_pack_info info;
-	/* several inputs recording at once share the largest free extent */
-	if (r->share > 1 && recfs_pack_info(r->p, &info) == 0)
-		hint = info.largest_free / r->share;
+	/* The streams of one scan share the free space: each takes the
+	 * largest free extent over the streams still to create theirs, so N
+	 * streams get about 1/N each whatever order they create in (1/N of
+	 * what was left at each create gave the last of 2 streams a quarter
+	 * of the pack, and its scan stopped while the pack had room). */
+	if (r->share_left) {
+		unsigned *left = &r->share_left[(size_t)(s - r->segs)];
+		if (*left > 1 && recfs_pack_info(r->p, &info) == 0)
+			hint = info.largest_free / *left;
+		if (*left)
+			(*left)--;
+	}
 	if (s->size_limit && (hint == 0 || s->size_limit < hint))
 		hint = s->size_limit;
 	if (!r->daemon)

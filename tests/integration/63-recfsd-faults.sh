@@ -57,6 +57,36 @@ stop_recfsd
 check "full: recfsd exits 0" test "$RD_RC" = 0
 check "full: the new scan is whole and in order" counter_ok more
 
+# --- two inputs fill the pack: each stream's recording gets half of it,
+# whichever creates first, and the one that fills first is reported while
+# the other goes on (the second to create once got a quarter and stopped
+# unreported, its datagrams counted idle)
+make_members 2 48M two
+check "mkfs" mkfs.recfs -q -c 256K "$PACK"
+pa=$(free_port) pb=$(free_port)
+check "recfsd with 2 inputs ready" start_recfsd -i "a=udp:127.0.0.1:$pa" -i "b=udp:127.0.0.1:$pb" --buffer 8M "$PACK"
+expect_reply "two: record=on" "record=on:two" '!record = 0 ;'
+# the slow stream first, so that it creates its recording first
+recfs-play -q --gen counter --udp "127.0.0.1:$pb" --rate 2M --duration 60 &
+pidb=$!
+cleanup_add "kill $pidb"
+for ((i = 0; i < 100; i++)); do recfs ls "$PACK" 2>/dev/null | grep -qw two_b && break; sleep 0.05; done
+recfs-play -q --gen counter --udp "127.0.0.1:$pa" --rate 20M --duration 60 &
+pida=$!
+cleanup_add "kill $pida"
+check "two: status? reports the fast stream full while the slow one records" \
+	wait_reply "status?" "!status \\? 0 : 0x00000043 : recording : pack full. scan 'two_a' stopped ;" 150
+expect_reply "two: record? still on" "record?" '!record \? 0 : on : 1 : two ;'
+expect_reply "two: record=off answers 4, naming the stream that stopped" "record=off" "!record = 4 : pack full. scan 'two_a' stopped ;"
+kill "$pida" "$pidb" 2>/dev/null; wait "$pida" "$pidb" 2>/dev/null
+stop_recfsd
+cap=$(recfs info "$PACK" | sed -n 's/^capacity:.*(\([0-9]*\) bytes)/\1/p')
+sz=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; r={x["name"]: x for x in json.load(sys.stdin)}; print(r["two_a"]["size"], r["two_a"]["allocated"])')
+check "two: two_a, created second, filled an extent of half the pack ($sz of $cap)" \
+	awk -v c="$cap" '{exit !($1 == $2 && $2 >= 0.45 * c)}' <<<"$sz"
+check "two: two_a is whole and in order" counter_ok two_a
+check "two: two_b is whole and in order" counter_ok two_b
+
 # --- a member fails mid-scan (member 1 on a tmpfs that fills, as test 35)
 make_members 2 64M e
 check "mkfs" mkfs.recfs -f -q -c 256K "$PACK"
