@@ -10,9 +10,10 @@
 #     recfsd_scan_start_latency_seconds: from the statement handled to the
 #     scan's first datagram in the ring), over every scan of step 1 at the
 #     lowest rate; median and max.  Target: median under 1 ms.
-#  3. 1, 2 and 4 inputs at the same total rate: the rate recorded and
-#     recfsd's CPU per GB, against recfs-record with one input on the same
-#     members (same rate, same stream).
+#  3. 1, 2 and 4 inputs at the same total rate: the rate recorded, the
+#     datagrams sent that no recording holds, and recfsd's CPU per GB,
+#     against recfs-record with one input on the same members (same rate,
+#     same stream).
 #
 # Usage: bench/daemon.sh [options]
 #   -R "RATES"   step 1 rates in bytes/s (default "200M 500M 1G")
@@ -57,7 +58,7 @@ cleanup() {
 trap cleanup EXIT
 top=0
 for r in $RATES $RATE3; do b=$(bytes "$r"); [ "$b" -gt "$top" ] && top=$b; done
-span=$(python3 -c "import sys; print(int(max($K * $SCAN + 3, $T3 + 3)))")
+span=$(python3 -c "import sys; print(int(max(1.5 * $K * $SCAN + 3, $T3 + 3)))")
 per=$((top * span / N * 12 / 10 + (256 << 20)))
 echo "writing $N members of $((per >> 20)) MiB in $DIR first"
 MEM=()
@@ -107,15 +108,17 @@ for r in $RATES; do
 	P=$(free_port)
 	start_d -i "udp:127.0.0.1:$P" -b 512M
 	$PIN_TX "$BIN/recfs-play" -q --gen counter --rate "$(bytes "$r")" \
-		--duration "$(python3 -c "print($K * $SCAN + 2)")" --udp "127.0.0.1:$P" &
-	PIDS+=($!)
+		--duration "$(python3 -c "print(3 * $K * $SCAN + 10)")" --udp "127.0.0.1:$P" &
+	SPID=$!
+	PIDS+=($SPID)
 	sleep 0.5
-	python3 - tests/tools "$CTL" "$K" "$SCAN" "$MX" >"$TMP/lat" <<'PY'
+	python3 - tests/tools "$CTL" "$K" "$SCAN" "$MX" "$TMP/elapsed" >"$TMP/lat" <<'PY'
 import sys, time, urllib.request
 sys.path.insert(0, sys.argv[1])
 from vsi import VSI, split
 v = VSI(*split(sys.argv[2]))
 k, s, mx = int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+t0 = time.monotonic()
 def lat():
     t = urllib.request.urlopen("http://%s/metrics" % mx).read().decode()
     return [l.split()[-1] for l in t.splitlines() if l.startswith("recfsd_scan_start_latency_seconds{")][0]
@@ -128,8 +131,12 @@ for i in range(1, k):
 time.sleep(s)
 print(lat())
 assert v.cmd("record=off") == "!record = 0 ;"
+open(sys.argv[6], "w").write("%f\n" % (time.monotonic() - t0))
 PY
-	wait "${PIDS[-1]}" 2>/dev/null
+	# the sender outlasts the scans (each takes its length plus a scrape
+	# and a round trip); stopped once the last one is off
+	kill "$SPID" 2>/dev/null
+	wait "$SPID" 2>/dev/null
 	kill -TERM "$DPID"; wait "$DPID"
 	[ -z "$LAT" ] && LAT=$(cat "$TMP/lat")
 	# the scans concatenated, streamed: each 8 KiB block starts with its serial
@@ -152,7 +159,7 @@ while True:
         n += 1
 print(gap, n)')
 	dropped=$("$BIN/recfs" ls --json "$PACK" | python3 -c 'import json,sys; print(sum(r["dropped"] for r in json.load(sys.stdin)))')
-	mbs=$(python3 -c "print(int($blocks * 8192 / ($K * $SCAN) / 1e6))")
+	mbs=$(python3 -c "print(int($blocks * 8192 / $(cat "$TMP/elapsed") / 1e6))")
 	printf "%8s %8s %7s %12s %12s %9s\n" "$r" "$mbs" "$K" "$between" "$dropped" "$blocks"
 done
 echo "(between: counter blocks missing where one scan ends and the next begins, target 0; dropped: inside scans)"
@@ -166,7 +173,7 @@ PY
 
 echo
 echo "3. inputs at $RATE3 in total for $T3 s: recorded rate and CPU per GB"
-printf "%-22s %10s %10s %10s\n" "" "MB/s" "lost" "CPU s/GB"
+printf "%-22s %10s %10s %10s %10s\n" "" "MB/s" "dropped" "missing" "CPU s/GB"
 total=$(bytes "$RATE3")
 run3() { # N: recfsd with N inputs, each at total/N
 	local n=$1 args=() ports=() i
@@ -177,7 +184,8 @@ run3() { # N: recfsd with N inputs, each at total/N
 	local c0 t0 pl=()
 	c0=$(cpu_of "$DPID"); t0=$(date +%s.%N)
 	for ((i = 0; i < n; i++)); do
-		$PIN_TX "$BIN/recfs-play" -q --gen counter --rate $((total / n)) --duration "$T3" --udp "127.0.0.1:${ports[i]}" &
+		$PIN_TX "$BIN/recfs-play" --gen counter --rate $((total / n)) --duration "$T3" --udp "127.0.0.1:${ports[i]}" \
+			2>"$TMP/sent.$i" &
 		pl+=($!)
 	done
 	wait "${pl[@]}"
@@ -191,9 +199,12 @@ import json, sys
 recs = json.load(sys.stdin)
 b = sum(r["size"] for r in recs); lost = sum(r["dropped"] for r in recs)
 cpu = (int(sys.argv[2]) - int(sys.argv[1])) / int(sys.argv[3])
-print("%-22s %10d %10d %10.3f" % (sys.argv[4], b / float(sys.argv[5]) / 1e6, lost, cpu / (b / 1e9) if b else 0))' \
-		"$c0" "$c1" "$TICK" "recfsd, $n input(s)" "$T3"
+print("%-22s %10d %10d %10d %10.3f" % (sys.argv[4], b / float(sys.argv[5]) / 1e6, lost,
+      int(sys.argv[6]) - b // 8192, cpu / (b / 1e9) if b else 0))' \
+		"$c0" "$c1" "$TICK" "recfsd, $n input(s)" "$T3" "$(sent "$TMP"/sent.*)"
+	rm -f "$TMP"/sent.*
 }
+sent() { cat "$@" | sed -n 's/.*sent \([0-9]*\) datagrams.*/\1/p' | awk '{s += $1} END {print s + 0}'; }
 # the reference: recfs-record, one input, the same stream
 fresh
 P=$(free_port)
@@ -201,14 +212,16 @@ $PIN_RX "${IN_CG[@]}" "$BIN/recfs-record" -q -b 512M -i "udp:127.0.0.1:$P" --sta
 RPID=$!
 PIDS+=($RPID)
 wait_bound "$P"
-$PIN_TX "$BIN/recfs-play" -q --gen counter --rate "$total" --duration "$T3" --udp "127.0.0.1:$P"
+$PIN_TX "$BIN/recfs-play" --gen counter --rate "$total" --duration "$T3" --udp "127.0.0.1:$P" 2>"$TMP/sent.0"
 sleep 0.5
 kill -INT "$RPID"; wait "$RPID"
 python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1])); c = j["cpu"]; d = j["datagrams"]
-print("%-22s %10d %10d %10.3f" % ("recfs-record, 1 input", j["bytes"] / float(sys.argv[2]) / 1e6,
-      d["dropped_ring_full"] + d["dropped_kernel"], (c["user_s"] + c["system_s"]) / (j["bytes"] / 1e9)))' "$TMP/rec.json" "$T3"
+print("%-22s %10d %10d %10d %10.3f" % ("recfs-record, 1 input", j["bytes"] / float(sys.argv[2]) / 1e6,
+      d["dropped_ring_full"] + d["dropped_kernel"], int(sys.argv[3]) - j["bytes"] // 8192,
+      (c["user_s"] + c["system_s"]) / (j["bytes"] / 1e9)))' "$TMP/rec.json" "$T3" "$(sent "$TMP/sent.0")"
+rm -f "$TMP"/sent.*
 for n in 1 2 4; do run3 "$n"; done
 if [ -n "$THROTTLE" ]; then
 	# the members' own ceiling: fio on the same throttled devices
@@ -221,4 +234,5 @@ import json, sys
 bw = sum(j["write"]["bw_bytes"] for j in json.load(open(sys.argv[1]))["jobs"])
 print("%-22s %10d" % ("fio, all members", bw / 1e6))' "$TMP/fio.json"
 fi
-echo "(MB/s over the sending time; CPU: the recorder process's user+system per GB recorded)"
+echo "(MB/s over the sending time; dropped: counted by the recorder (ring full, kernel); missing: datagrams"
+echo " sent and not in a recording, dropped or not (target 0); CPU: the recorder's user+system per GB recorded)"

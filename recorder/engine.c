@@ -16,7 +16,8 @@ int rr_engine_init(struct rr *r)
 	r->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->space_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->aio_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (r->data_efd < 0 || r->space_efd < 0 || r->aio_efd < 0) {
+	r->rcv_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->data_efd < 0 || r->space_efd < 0 || r->aio_efd < 0 || r->rcv_efd < 0) {
 		fprintf(stderr, "%s: eventfd: %s\n", r->prog, strerror(errno));
 		return -errno;
 	}
@@ -36,7 +37,9 @@ void rr_engine_close(struct rr *r)
 		close(r->space_efd);
 	if (r->aio_efd >= 0)
 		close(r->aio_efd);
-	r->data_efd = r->space_efd = r->aio_efd = -1;
+	if (r->rcv_efd >= 0)
+		close(r->rcv_efd);
+	r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
 }
 
 int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix, uint64_t *id)

@@ -163,6 +163,7 @@ struct rr {
 	_Atomic uint64_t ring_max;  /* max unwritten bytes in the ring */
 	_Atomic uint32_t learned_frame; /* VDIF frame / UDP datagram size seen */
 	int data_efd, space_efd, aio_efd;
+	int rcv_efd;                /* recfsd: a scan posted, wakes an idle receiver */
 
 	/* receiver statistics; loss_pub is the committer's copy */
 	struct recfs_loss loss;

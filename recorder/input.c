@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -110,6 +111,23 @@ static uint64_t rcv_budget(struct rr *r, struct rr_seg *s, uint64_t filled, uint
 		return 0;
 	}
 	return lim - filled;
+}
+
+/* recfsd between scans: wait up to 100 ms for a datagram or for a scan
+ * posted (rcv_efd).  False when woken by a post (or by nothing): the
+ * caller opens the scan first, so the datagram that follows record=on is
+ * the scan's first, not idle.  (Blocked in recvmmsg, the receiver took
+ * the first batch after record=on as idle: 12 to 25 datagrams of a stream
+ * started right after record=on, in bench/daemon.sh.) */
+static bool rcv_idle_wait(int sock, int efd)
+{
+	struct pollfd pf[2] = { { .fd = sock, .events = POLLIN }, { .fd = efd, .events = POLLIN } };
+	int n = poll(pf, 2, 100);
+	if (n > 0 && pf[1].revents) {
+		rr_drain(efd);
+		return false;
+	}
+	return n > 0 && pf[0].revents;
 }
 
 #define RR_BATCH 64
@@ -403,6 +421,7 @@ static void rcv_udp(struct rr *r)
 				rr_set_stop(r, RR_STOP_INPUT);
 				break;
 			}
+			continue; /* a scan may have been posted while it waited */
 		}
 		const uint32_t P = r->packet_size;
 		if (r->fmt_vdif && !atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
@@ -446,6 +465,8 @@ static void rcv_udp(struct rr *r)
 
 		memset(msgs, 0, sizeof(msgs));
 		if (nm == 0) {
+			if (!seg && r->daemon && !rcv_idle_wait(sock, r->rcv_efd))
+				continue;
 			/* ring full: drain the socket and count what is lost */
 			for (unsigned i = 0; i < RR_BATCH; i++) {
 				iov[i][0] = (struct iovec){ scratch, 65536 };
@@ -605,6 +626,11 @@ static void rcv_split(struct rr_split *sp)
 			}
 			old[l] = filled[l];
 		}
+		bool any = false;
+		for (unsigned l = 0; l < nl; l++)
+			any |= seg[l] != NULL;
+		if (!any && !rcv_idle_wait(sp->fd, r0->rcv_efd))
+			continue; /* between scans, woken by record=on */
 		for (unsigned i = 0; i < RR_BATCH; i++) {
 			int k = 0;
 			if (sp->strip)

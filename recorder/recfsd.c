@@ -175,6 +175,10 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, &seg);
 		rr_kick(d->st[i].r->data_efd);
 	}
+	/* every stream posted: now wake receivers waiting between scans, so
+	 * the scan opens before the next datagram is read */
+	for (unsigned i = 0; i < d->nst; i++)
+		rr_kick(d->st[i].r->rcv_efd);
 	d->scans++;
 	memset(&d->cur, 0, sizeof(d->cur));
 	d->cur.no = d->scans;
@@ -610,7 +614,7 @@ int main(int argc, char **argv)
 			r->in_fd = -1;
 			r->err_member = -1;
 			r->err_short = -1;
-			r->data_efd = r->space_efd = r->aio_efd = -1;
+			r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
 			if (buffer) {
 				r->buffer = buffer / lanes;
 			} else {

@@ -38,6 +38,17 @@ check "sd_notify: READY=1 on NOTIFY_SOCKET" grep -qx READY=1 "$T_DIR/notify.out"
 RD_CTL=$(sed -n '1s/^ready control=\([^ ]*\).*/\1/p' "$T_DIR/out")
 check "the first line on stdout names the control port ($(head -n 1 "$T_DIR/out"))" test -n "$RD_CTL"
 
+# --- a sender started the moment record=on answers loses nothing: the
+# receiver, idle between scans, opens the scan before its next datagram
+expect_reply "record=on, the sender started on its reply" "record=on:first" '!record = 0 ;'
+check "300 datagrams sent" recfs-play -q --gen counter --size $((8192 * 300)) --rate 50M --udp "127.0.0.1:$port"
+check "recfsd took them" wait_drained "$port"
+expect_reply "record=off" "record=off" '!record = 0 ;'
+check "scan_check? once sealed" grep -q '^!scan_check ? 0 : 1 : first : raw : 8192 :' <<<"$(vsi "scan_check?")"
+run recfs-play --check counter "$PACK" first
+check "every datagram sent after record=on's reply is in the scan ($OUT)" \
+	grep -q "2457600 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
+
 # --- a scan running; the pack mounted and read beside recfsd
 expect_reply "record=on" "record=on:live" '!record = 0 ;'
 recfs-play -q --gen counter --udp "127.0.0.1:$port" --rate 20M --duration 60 &
@@ -62,7 +73,7 @@ check "60 statements on a line: 60 replies" test "$(grep -o '!version ? 0 : recf
 line=$(printf 'record=off;%.0s' $(seq 65))
 expect_reply "65 statements on a line are refused, none run" "$line" \
 	'!error = 3 : more than 64 statements on a line, none carried out ;'
-expect_reply "the scan goes on" "record?" '!record \? 0 : on : 1 : live ;'
+expect_reply "the scan goes on" "record?" '!record \? 0 : on : 2 : live ;'
 
 # --- SIGTERM with the scan open
 sleep 0.5
