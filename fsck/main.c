@@ -208,6 +208,16 @@ int main(int argc, char **argv)
 			"fsck.recfs: need a terminal for interactive repairs: give -n, -y or -p\n");
 		return RECFS_FSCK_ERROR;
 	}
+	/* the progress descriptor and the report must not be a member */
+	for (int a = optind; a < argc; a++) {
+		char fdname[32];
+		snprintf(fdname, sizeof(fdname), "(descriptor %d)", progress_fd);
+		if ((progress_fd > 2 && recfs_spec_check_output(argv[a], "-C", fdname, progress_fd)) ||
+		    recfs_spec_check_output(argv[a], "standard output", "(redirected)", 1)) {
+			fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
+			return RECFS_FSCK_USAGE;
+		}
+	}
 	/* members: comma lists and separate arguments alike */
 	for (int a = optind; a < argc; a++) {
 		char **paths;

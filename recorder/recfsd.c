@@ -545,6 +545,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": --ready-fd %d: not an open descriptor\n", ready_fd);
 		return 1;
 	}
+	/* the ready line (stdout) and READY=1 must not land on a member */
+	if ((ready_fd >= 0 && recfs_spec_check_output(d->pack_spec, "--ready-fd", "(descriptor)", ready_fd)) ||
+	    recfs_spec_check_output(d->pack_spec, "standard output", "(redirected)", 1)) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+		return 1;
+	}
 
 	/* the pack: the exclusive writer lock is held for the daemon's life */
 	pthread_mutex_init(&d->pack_lock, NULL);

@@ -263,6 +263,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 		return RR_EXIT_NOTHING;
 	}
+	if (ready_fd >= 0 && recfs_spec_check_output(r->pack_spec, "--ready-fd", "(descriptor)", ready_fd)) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+		return RR_EXIT_NOTHING;
+	}
 
 	/* pack: the exclusive writer lock is held from here to the end */
 	int err = recfs_pack_open(r->pack_spec, RECFS_O_RDWR, &r->p);

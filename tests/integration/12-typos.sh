@@ -30,6 +30,27 @@ expect_unchanged "--stats-json - onto a member" "$snap" $MEMBERS
 run bash -c 'recfs cat "$1" keep 1<>"$2"' _ "$PACK" "$m0"
 check "recfs cat with stdout opened on a member is refused (exit $RC: $OUT)" grep -q "standard output (redirected) is member $m0" <<<"$OUT"
 expect_unchanged "recfs cat onto a member" "$snap" $MEMBERS
+# descriptors a tool writes to: --ready-fd, fsck's -C, a daemon's stdout
+outfd() { # DESC PATTERN CMD...: CMD (given fd 3 and stdout on member m0) refused, members unchanged
+	local d=$1 pat=$2
+	shift 2
+	snap=$(snapshot $MEMBERS)
+	run bash -c '"$@" 3<>"$M0" 1<>"$M0"' _ "$@"
+	check "$d is refused (exit $RC: $OUT)" eval 'test "$RC" != 0 && grep -q -- "$pat" <<<"$OUT" && test "$(grep -c . <<<"$OUT")" = 1'
+	expect_unchanged "$d" "$snap" $MEMBERS
+}
+export M0=$m0
+outfd "recfs-record --ready-fd onto a member" "--ready-fd (descriptor) is member $m0" \
+	recfs-record -q -i udp:127.0.0.1:0 --ready-fd 3 "$PACK" r9
+outfd "recfsd --ready-fd onto a member" "is member $m0" timeout 20 recfsd -l 127.0.0.1:0 -i udp:127.0.0.1:0 --ready-fd 3 "$PACK"
+outfd "fsck.recfs -C onto a member" "-C (descriptor 3) is member $m0" fsck.recfs -n -C 3 "$PACK"
+snap=$(snapshot $MEMBERS)
+run bash -c 'timeout 20 recfsd -l 127.0.0.1:0 -i udp:127.0.0.1:0 "$1" 1<>"$2"' _ "$PACK" "$m0"
+check "recfsd with stdout on a member is refused ($OUT)" grep -q "standard output (redirected) is member $m0" <<<"$OUT"
+expect_unchanged "recfsd with stdout on a member" "$snap" $MEMBERS
+run bash -c 'fsck.recfs -n "$1" 1<>"$2"' _ "$PACK" "$m0"
+check "fsck.recfs with stdout on a member is refused ($OUT)" grep -q "standard output (redirected) is member $m0" <<<"$OUT"
+expect_unchanged "fsck.recfs with stdout on a member" "$snap" $MEMBERS
 check "--stats-json elsewhere still works" recfs-record -q -i gen:counter --size 64K --stats-json "$T_DIR/s.json" "$PACK" r2
 check "recfs cat to a file still works" bash -c 'recfs cat "$1" keep >"$2/keep.out"' _ "$PACK" "$T_DIR"
 
