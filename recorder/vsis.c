@@ -124,10 +124,14 @@ static void vs_drop(struct vs_client *c)
 	c->fd = -1;
 }
 
-/* queue bytes for the client; false when it has left too much unread */
+static bool vs_flush(struct vs_client *c);
+
+/* queue bytes for the client; false when it has left too much unread
+ * (what the socket takes now is sent first: a long line's replies are
+ * not held against a client that reads them) */
 static bool vs_queue(struct vs_client *c, const char *p, size_t n)
 {
-	if (c->outlen + n > VS_OUT_MAX)
+	if (c->outlen + n > VS_OUT_MAX && (!vs_flush(c) || c->outlen + n > VS_OUT_MAX))
 		return false;
 	if (c->outlen + n > c->outcap) {
 		size_t cap = c->outcap ? c->outcap : 1024;
@@ -186,7 +190,7 @@ static bool vs_line(struct vs_server *s, struct vs_client *c, char *line)
 		vs_reply(out, VS_REPLY_MAX, "error", false, 3, why);
 		goto out_send;
 	}
-	bool first = true;
+	bool first = true, ok = true;
 	char *save = NULL;
 	for (char *st = strtok_r(line, ";", &save); st; st = strtok_r(NULL, ";", &save)) {
 		if (!*vs_trim(st))
@@ -201,15 +205,18 @@ static bool vs_line(struct vs_server *s, struct vs_client *c, char *line)
 			rc = s->fn(s->ctx, &req, s->fields, VS_FIELDS_MAX);
 			vs_reply(out, VS_REPLY_MAX, req.keyword, req.query, rc, s->fields);
 		}
-		if ((!first && !vs_queue(c, " ", 1)) || !vs_queue(c, out, strlen(out)))
-			return false;
+		if ((!first && !vs_queue(c, " ", 1)) || !vs_queue(c, out, strlen(out))) {
+			ok = false; /* the client is dropped, but what ran is ended */
+			break;
+		}
 		first = false;
 	}
+	/* always: a record=off that ran closes its scan here */
 	if (s->end)
 		s->end(s->ctx);
 	if (first)
-		return true; /* an empty line: nothing to answer */
-	return vs_queue(c, "\n", 1);
+		return ok; /* an empty line: nothing to answer */
+	return ok && vs_queue(c, "\n", 1);
 out_send:
 	return vs_queue(c, out, strlen(out)) && vs_queue(c, "\n", 1);
 }

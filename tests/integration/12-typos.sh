@@ -41,7 +41,7 @@ outfd() { # DESC PATTERN CMD...: CMD (given fd 3 and stdout on member m0) refuse
 }
 export M0=$m0
 outfd "recfs-record --ready-fd onto a member" "--ready-fd (descriptor) is member $m0" \
-	recfs-record -q -i udp:127.0.0.1:0 --ready-fd 3 "$PACK" r9
+	timeout 20 recfs-record -q -i udp:127.0.0.1:0 --ready-fd 3 "$PACK" r9
 outfd "recfsd --ready-fd onto a member" "is member $m0" timeout 20 recfsd -l 127.0.0.1:0 -i udp:127.0.0.1:0 --ready-fd 3 "$PACK"
 outfd "fsck.recfs -C onto a member" "-C (descriptor 3) is member $m0" fsck.recfs -n -C 3 "$PACK"
 snap=$(snapshot $MEMBERS)

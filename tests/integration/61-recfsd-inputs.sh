@@ -46,7 +46,7 @@ for n in 2 4; do
 	expect_reply "$n inputs: second scan" "record=on:b$n" '!record = 0 ;'
 	sleep 1
 	expect_reply "$n inputs: record=off" "record=off" '!record = 0 ;'
-	got=$(vsi "scan_check?")
+	got=$(scan_checked)
 	check "$n inputs: scan_check? reports each input's recording ($got)" \
 		test "$(grep -o "b${n}_in[0-9]" <<<"$got" | sort -u | wc -l)" = "$n"
 	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done

@@ -40,7 +40,7 @@ for sec in (100, 101):
 PY
 check "recfsd took every datagram sent" wait_drained "$port"
 expect_reply "record=off" "record=off" '!record = 0 ;'
-got=$(vsi "scan_check?")
+got=$(scan_checked)
 check "scan_check? lists the 4 thread recordings ($got)" test "$(grep -o 'v_t[0-3]' <<<"$got" | sort -u | wc -l)" = 4
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
@@ -95,7 +95,7 @@ for fn in range(4):
 PY
 check "recfsd took the 64 frames" wait_drained "$port"
 expect_reply "record=off (16 lanes)" "record=off" '!record = 0 ;'
-got=$(vsi "scan_check?")
+got=$(scan_checked)
 check "scan_check? of 16 lanes: ${#got} bytes, every lane's name, the reply ended" \
 	eval 'test "$(grep -oE "${long}_t(1[0-5]|[0-9]) : vdif" <<<"$got" | sort -u | wc -l)" = 16 && [[ $got == *" ;" ]] && test ${#got} -gt 2048'
 stop_recfsd

@@ -64,7 +64,7 @@ check "full: the new scan is whole and in order" counter_ok more
 make_members 2 48M two
 check "mkfs" mkfs.recfs -q -c 256K "$PACK"
 pa=$(free_port) pb=$(free_port)
-check "recfsd with 2 inputs ready" start_recfsd -i "a=udp:127.0.0.1:$pa" -i "b=udp:127.0.0.1:$pb" --buffer 8M "$PACK"
+check "recfsd with 2 inputs ready" start_recfsd -i "a=udp:127.0.0.1:$pa" -i "b=udp:127.0.0.1:$pb" --buffer 32M "$PACK"
 expect_reply "two: record=on" "record=on:two" '!record = 0 ;'
 # the slow stream first, so that it creates its recording first
 recfs-play -q --gen counter --udp "127.0.0.1:$pb" --rate 2M --duration 60 &

@@ -53,7 +53,7 @@ expect_reply "record=on while recording conflicts" "record=on:no0002" "!record =
 expect_reply "record=off" "record=off" '!record = 0 ;'
 expect_reply "record? off" "record?" '!record \? 0 : off ;'
 kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
-sc=$(vsi "scan_check?")
+sc=$(scan_checked)
 len=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; print([r["size"] for r in json.load(sys.stdin) if r["name"]=="r41234_Mh_no0001"][0])')
 check "scan_check? fields: scan#, name, vdif, frame size, start, length, rate, missing, bytes ($sc)" \
 	grep -Eqx "!scan_check \\? 0 : 1 : r41234_Mh_no0001 : vdif : 8032 : 20[0-9]{2}y[0-9]{3}d[0-9]{2}h[0-9]{2}m[0-9]{2}\\.[0-9]{4}s : [0-9]+\\.[0-9]{4}s : [0-9.]+Mbps : 0 : $len ;" <<<"$sc"

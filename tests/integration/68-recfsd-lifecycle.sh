@@ -44,7 +44,7 @@ expect_reply "record=on, the sender started on its reply" "record=on:first" '!re
 check "300 datagrams sent" recfs-play -q --gen counter --size $((8192 * 300)) --rate 50M --udp "127.0.0.1:$port"
 check "recfsd took them" wait_drained "$port"
 expect_reply "record=off" "record=off" '!record = 0 ;'
-check "scan_check? once sealed" grep -q '^!scan_check ? 0 : 1 : first : raw : 8192 :' <<<"$(vsi "scan_check?")"
+check "scan_check? once sealed" grep -q '^!scan_check ? 0 : 1 : first : raw : 8192 :' <<<"$(scan_checked)"
 run recfs-play --check counter "$PACK" first
 check "every datagram sent after record=on's reply is in the scan ($OUT)" \
 	grep -q "2457600 bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"

@@ -39,3 +39,15 @@ expect_reply() {
 	got=$(vsi "$s" 2>&1)
 	if grep -Eqx -- "$want" <<<"$got"; then pass "$d"; else fail "$d: '$s' answered '$got', want /$want/"; fi
 }
+
+# scan_checked: the scan_check? reply once the scan is sealed (it answers
+# 5 while a seal takes longer than its 1 s wait: 16 lanes on a loaded
+# machine); 20 s at most
+scan_checked() {
+	local i got
+	for ((i = 0; i < 20; i++)); do
+		got=$(vsi "scan_check?")
+		[[ $got == '!scan_check ? 5 '* ]] || break
+	done
+	echo "$got"
+}
