@@ -304,7 +304,6 @@ static void *vs_main(void *arg)
 				}
 			}
 		}
-		uint64_t now = vs_ms();
 		for (unsigned i = 0; i < VS_CLIENTS_MAX; i++) {
 			struct vs_client *c = &s->cl[i];
 			short ev = pf[i + 2].revents;
@@ -315,8 +314,14 @@ static void *vs_main(void *arg)
 				ok = vs_read(s, c);
 			if (ok && c->outlen)
 				ok = vs_flush(c);
-			/* a line begun and abandoned, or replies never read */
-			if (ok && c->partial_since && now - c->partial_since > VS_PARTIAL_TIMEOUT_MS)
+			/* a line begun and abandoned, or replies never read.  The
+			 * clock is read after the read: one taken before it was
+			 * older than a line the read began, and the unsigned
+			 * difference dropped the client (a line split over two
+			 * reads across a millisecond; seen under TSan) */
+			uint64_t now = vs_ms();
+			if (ok && c->partial_since && now > c->partial_since &&
+			    now - c->partial_since > VS_PARTIAL_TIMEOUT_MS)
 				ok = false;
 			if (!ok)
 				vs_drop(c);
