@@ -76,13 +76,11 @@ int vs_parse(char *stmt, struct vs_req *req, char *why, size_t whylen)
 	return 0;
 }
 
-void vs_reply(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields)
+size_t vs_reply(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields)
 {
-	size_t u = strlen(out);
-	if (u + 1 >= len)
-		return;
-	snprintf(out + u, len - u, "%s!%s %c %d%s%s ;", u ? " " : "", keyword, query ? '?' : '=', rc,
-		 fields && fields[0] ? " : " : "", fields ? fields : "");
+	int n = snprintf(out, len, "!%s %c %d%s%s ;", keyword, query ? '?' : '=', rc,
+			 fields && fields[0] ? " : " : "", fields ? fields : "");
+	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
 /* --------------------------------------------------------------- server */
@@ -165,30 +163,28 @@ static bool vs_flush(struct vs_client *c)
  * line holds; a client that leaves more than VS_OUT_MAX unread is dropped). */
 static bool vs_line(struct vs_server *s, struct vs_client *c, char *line)
 {
-	char *out = s->reply, why[128];
-	size_t n = strlen(line), nst = 0;
-	out[0] = 0;
+	char why[128];
+	const char *err = NULL;
+	size_t n = strlen(line), nst = 0, m;
 	if (n && line[n - 1] == '\r')
 		line[--n] = 0;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)line[i] < 0x20 && line[i] != '\t') {
-			vs_reply(out, VS_REPLY_MAX, "error", false, 3, "control characters in the line");
-			goto out_send;
-		}
+	for (size_t i = 0; i < n && !err; i++)
+		if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
+			err = "control characters in the line";
 	/* statements on the line, counted before any is carried out */
-	for (const char *p = line; *p;) {
+	for (const char *p = line; *p && !err;) {
 		size_t k = strcspn(p, ";");
-		for (size_t j = 0; j < k; j++)
-			if (p[j] != ' ' && p[j] != '\t') {
-				nst++;
-				break;
-			}
+		if (strspn(p, " \t") < k)
+			nst++;
 		p += k + (p[k] == ';');
 	}
 	if (nst > VS_STMTS_MAX) {
 		snprintf(why, sizeof(why), "more than %d statements on a line, none carried out", VS_STMTS_MAX);
-		vs_reply(out, VS_REPLY_MAX, "error", false, 3, why);
-		goto out_send;
+		err = why;
+	}
+	if (err) {
+		m = vs_reply(s->reply, VS_REPLY_MAX, "error", false, 3, err);
+		return vs_queue(c, s->reply, m) && vs_queue(c, "\n", 1);
 	}
 	bool first = true, ok = true;
 	char *save = NULL;
@@ -197,15 +193,14 @@ static bool vs_line(struct vs_server *s, struct vs_client *c, char *line)
 			continue;
 		struct vs_req req;
 		int rc = vs_parse(st, &req, why, sizeof(why));
-		out[0] = 0;
 		if (rc) {
-			vs_reply(out, VS_REPLY_MAX, req.keyword[0] ? req.keyword : "error", req.query, rc, why);
+			m = vs_reply(s->reply, VS_REPLY_MAX, req.keyword[0] ? req.keyword : "error", req.query, rc, why);
 		} else {
 			s->fields[0] = 0;
 			rc = s->fn(s->ctx, &req, s->fields, VS_FIELDS_MAX);
-			vs_reply(out, VS_REPLY_MAX, req.keyword, req.query, rc, s->fields);
+			m = vs_reply(s->reply, VS_REPLY_MAX, req.keyword, req.query, rc, s->fields);
 		}
-		if ((!first && !vs_queue(c, " ", 1)) || !vs_queue(c, out, strlen(out))) {
+		if ((!first && !vs_queue(c, " ", 1)) || !vs_queue(c, s->reply, m)) {
 			ok = false; /* the client is dropped, but what ran is ended */
 			break;
 		}
@@ -214,11 +209,7 @@ static bool vs_line(struct vs_server *s, struct vs_client *c, char *line)
 	/* always: a record=off that ran closes its scan here */
 	if (s->end)
 		s->end(s->ctx);
-	if (first)
-		return ok; /* an empty line: nothing to answer */
-	return ok && vs_queue(c, "\n", 1);
-out_send:
-	return vs_queue(c, out, strlen(out)) && vs_queue(c, "\n", 1);
+	return ok && (first || vs_queue(c, "\n", 1)); /* an empty line: no answer */
 }
 
 /* Read what the client sent; false to drop it. */
@@ -272,18 +263,27 @@ static void *vs_main(void *arg)
 {
 	struct vs_server *s = arg;
 	struct pollfd pf[VS_CLIENTS_MAX + 2];
+	struct vs_client *who[VS_CLIENTS_MAX]; /* the client of pf[k + 2] */
 	for (;;) {
-		unsigned n = 0;
-		pf[n++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
+		unsigned n = 0, nc = 0;
 		/* out of descriptors: the listener stays readable, so leave it
 		 * out of the poll for a while instead of spinning on accept */
-		pf[n++] = (struct pollfd){ .fd = vs_ms() < s->accept_after ? -1 : s->lfd, .events = POLLIN };
-		for (unsigned i = 0; i < VS_CLIENTS_MAX; i++) {
-			struct vs_client *c = &s->cl[i];
-			pf[n++] = (struct pollfd){ .fd = c->fd, .events = (short)(POLLIN | (c->outlen ? POLLOUT : 0)) };
+		bool pause_accept = vs_ms() < s->accept_after;
+		pf[n++] = (struct pollfd){ .fd = s->wake, .events = POLLIN };
+		pf[n++] = (struct pollfd){ .fd = pause_accept ? -1 : s->lfd, .events = POLLIN };
+		/* only the connected clients: poll fails (EINVAL) for more
+		 * entries than the descriptor limit, and a low limit once ended
+		 * this thread for good */
+		for (unsigned i = 0; i < VS_CLIENTS_MAX; i++)
+			if (s->cl[i].fd >= 0) {
+				struct vs_client *c = who[nc++] = &s->cl[i];
+				pf[n++] = (struct pollfd){ .fd = c->fd, .events = (short)(POLLIN | (c->outlen ? POLLOUT : 0)) };
+			}
+		if (poll(pf, n, pause_accept ? 100 : 1000) < 0) {
+			if (errno != EINTR)
+				poll(NULL, 0, 100); /* keep serving; never spin */
+			continue;
 		}
-		if (poll(pf, n, s->accept_after > vs_ms() ? 100 : 1000) < 0 && errno != EINTR)
-			break;
 		if (pf[0].revents)
 			break; /* vs_server_stop */
 		if (pf[1].revents & POLLIN) {
@@ -304,11 +304,9 @@ static void *vs_main(void *arg)
 				}
 			}
 		}
-		for (unsigned i = 0; i < VS_CLIENTS_MAX; i++) {
-			struct vs_client *c = &s->cl[i];
-			short ev = pf[i + 2].revents;
-			if (c->fd < 0)
-				continue;
+		for (unsigned k = 0; k < nc; k++) {
+			struct vs_client *c = who[k];
+			short ev = pf[k + 2].revents;
 			bool ok = true;
 			if (ev & (POLLIN | POLLHUP | POLLERR))
 				ok = vs_read(s, c);
@@ -319,9 +317,7 @@ static void *vs_main(void *arg)
 			 * older than a line the read began, and the unsigned
 			 * difference dropped the client (a line split over two
 			 * reads across a millisecond; seen under TSan) */
-			uint64_t now = vs_ms();
-			if (ok && c->partial_since && now > c->partial_since &&
-			    now - c->partial_since > VS_PARTIAL_TIMEOUT_MS)
+			if (ok && c->partial_since && vs_ms() - c->partial_since > VS_PARTIAL_TIMEOUT_MS)
 				ok = false;
 			if (!ok)
 				vs_drop(c);

@@ -135,6 +135,36 @@ print("\n".join(fails) if fails else "all hostile cases handled")
 sys.exit(1 if fails else 0)
 PY
 check "hostile clients: every case answered or dropped, control alive ($OUT)" test "$RC" = 0
+
+# out of descriptors: accept fails (EMFILE) with connections waiting; the
+# control thread must wait, not spin on a listener that stays readable
+run python3 - "$RD_PID" "$RD_CTL" <<'PY'
+import os, socket, subprocess, sys, time
+pid, (host, port) = sys.argv[1], sys.argv[2].rsplit(":", 1)
+tick = os.sysconf("SC_CLK_TCK")
+def cpu():
+    f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / tick
+lim = subprocess.run(["prlimit", "--pid", pid, "--nofile", "--noheadings", "--output", "SOFT,HARD"],
+                     capture_output=True, text=True, check=True).stdout.split()
+fds = {int(x) for x in os.listdir("/proc/%s/fd" % pid)}
+low = min(set(range(len(fds) + 1)) - fds)  # the next descriptor it would get
+subprocess.run(["prlimit", "--pid", pid, "--nofile=%d:%s" % (low, lim[1])], check=True)
+conns = [socket.create_connection((host, int(port))) for _ in range(4)]
+time.sleep(0.5)
+c0 = cpu()
+time.sleep(2)
+used = cpu() - c0
+subprocess.run(["prlimit", "--pid", pid, "--nofile=%s:%s" % tuple(lim)], check=True)
+conns[-1].settimeout(10)
+conns[-1].sendall(b"version?\n")
+got = conns[-1].makefile("rb").readline()
+for c in conns:
+    c.close()
+print("%.2f CPU s in 2 s without descriptors; then %r" % (used, got))
+sys.exit(0 if used < 0.5 and got.startswith(b"!version ? 0 : recfsd") else 1)
+PY
+check "out of descriptors: recfsd waits, then serves the queued connection ($OUT)" test "$RC" = 0
 expect_reply "record? still on" "record?" '!record \? 0 : on : 1 : h ;'
 expect_reply "record=off" "record=off" '!record = 0 ;'
 kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
