@@ -209,9 +209,9 @@ int main(int argc, char **argv)
 		return RECFS_FSCK_ERROR;
 	}
 	/* the progress descriptor and the report must not be a member */
+	char fdname[32];
+	snprintf(fdname, sizeof(fdname), "(descriptor %d)", progress_fd);
 	for (int a = optind; a < argc; a++) {
-		char fdname[32];
-		snprintf(fdname, sizeof(fdname), "(descriptor %d)", progress_fd);
 		if ((progress_fd > 2 && recfs_spec_check_output(argv[a], "-C", fdname, progress_fd)) ||
 		    recfs_spec_check_output(argv[a], "standard output", "(redirected)", 1)) {
 			fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());

@@ -361,17 +361,18 @@ static int rd_net_protocol(struct rd *d, bool query, unsigned np, char *const *p
 	/* jive5ab: PROTOCOL : SOCBUF : BLOCKSIZE : NBLOCK.  The socket
 	 * buffer and the ring are sized when recfsd starts: a SOCBUF within
 	 * --rcvbuf is already had, the ring's shape is recfsd's own */
-	uint64_t v, rcvbuf = d->st[0].r->rcvbuf;
+	static const char *const what[] = { "", "SOCBUF", "BLOCKSIZE", "NBLOCK" };
+	uint64_t v[4] = { 0 }, rcvbuf = d->st[0].r->rcvbuf;
 	if (np > 4) {
 		rd_field(o, "net_protocol = PROTOCOL [: SOCBUF [: BLOCKSIZE [: NBLOCK]]]");
 		return 8;
 	}
 	for (unsigned k = 1; k < np; k++)
-		if (p[k][0] && recfs_parse_bytes("net_protocol", p[k], 0, UINT64_MAX, &v)) {
-			rd_field(o, "net_protocol %s '%.32s' is not a size", k == 1 ? "SOCBUF" : k == 2 ? "BLOCKSIZE" : "NBLOCK", p[k]);
+		if (p[k][0] && recfs_parse_bytes("net_protocol", p[k], 0, UINT64_MAX, &v[k])) {
+			rd_field(o, "net_protocol %s '%.32s' is not a size", what[k], p[k]);
 			return 8;
 		}
-	if (np > 1 && p[1][0] && (recfs_parse_bytes("net_protocol", p[1], 0, UINT64_MAX, &v), v > rcvbuf)) {
+	if (v[1] > rcvbuf) {
 		rd_field(o, "socket buffer is %" PRIu64 " bytes (--rcvbuf, set when recfsd starts)", rcvbuf);
 		return 6;
 	}

@@ -616,6 +616,7 @@ static void rcv_split(struct rr_split *sp)
 	for (;;) {
 		if (atomic_load(&r0->stop))
 			break;
+		bool any = false; /* a lane recording */
 		for (unsigned l = 0; l < nl; l++) {
 			struct rr *r = sp->lane[l];
 			enum rr_stop why;
@@ -625,10 +626,8 @@ static void rcv_split(struct rr_split *sp)
 				seg[l] = NULL;
 			}
 			old[l] = filled[l];
-		}
-		bool any = false;
-		for (unsigned l = 0; l < nl; l++)
 			any |= seg[l] != NULL;
+		}
 		if (!any && !rcv_idle_wait(sp->fd, r0->rcv_efd))
 			continue; /* between scans, woken by record=on */
 		for (unsigned i = 0; i < RR_BATCH; i++) {

@@ -35,9 +35,9 @@ struct vs_req {
 /* Parse one statement (no ';') in place: 0, or 3 with the reason in why. */
 int vs_parse(char *stmt, struct vs_req *req, char *why, size_t whylen);
 
-/* Append the reply to req with rc and fields ("f1 : f2", may be empty) to
- * out (len bytes, NUL-terminated); a space before it when out is not empty. */
-void vs_reply(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields);
+/* Format the reply to a statement with rc and fields ("f1 : f2", may be
+ * empty) into out (len bytes, NUL-terminated, cut to fit); its length. */
+size_t vs_reply(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields);
 
 /* The handler: rc for one statement, its reply fields in fields. */
 typedef int (*vs_handler_fn)(void *ctx, const struct vs_req *req, char *fields, size_t len);

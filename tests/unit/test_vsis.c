@@ -72,14 +72,15 @@ static void parse_table(void **state)
 static void reply_format(void **state)
 {
 	(void)state;
-	char out[256] = "";
-	vs_reply(out, sizeof(out), "record", false, 0, "");
+	char out[256];
+	assert_int_equal(vs_reply(out, sizeof(out), "record", false, 0, ""), 13);
 	assert_string_equal(out, "!record = 0 ;");
-	vs_reply(out, sizeof(out), "record", true, 0, "on : 1 : s1");
-	assert_string_equal(out, "!record = 0 ; !record ? 0 : on : 1 : s1 ;");
-	char small[16] = "";
-	vs_reply(small, sizeof(small), "status", true, 0, "0x00000001 : idle"); /* cut, still a string */
-	assert_true(strlen(small) < sizeof(small));
+	assert_int_equal(vs_reply(out, sizeof(out), "record", true, 0, "on : 1 : s1"), 27);
+	assert_string_equal(out, "!record ? 0 : on : 1 : s1 ;");
+	char small[16];
+	/* cut, still a string, and the length is what is in it */
+	assert_int_equal(vs_reply(small, sizeof(small), "status", true, 0, "0x00000001 : idle"), 15);
+	assert_int_equal(strlen(small), 15);
 }
 
 int main(void)
