@@ -98,6 +98,12 @@ expect_reply "record=off (16 lanes)" "record=off" '!record = 0 ;'
 got=$(scan_checked)
 check "scan_check? of 16 lanes: ${#got} bytes, every lane's name, the reply ended" \
 	eval 'test "$(grep -oE "${long}_t(1[0-5]|[0-9]) : vdif" <<<"$got" | sort -u | wc -l)" = 16 && [[ $got == *" ;" ]] && test ${#got} -gt 2048'
+# 40 of those on one line, about 120 KiB of replies: all answered (queued
+# whole before any was sent, they once went over the 64 KiB a client may
+# leave unread, and the client was dropped)
+got=$(vsi "$(printf 'scan_check?;%.0s' $(seq 40))")
+check "40 scan_check? on a line: 40 whole replies on one line (${#got} bytes)" \
+	test "$(grep -o "!scan_check ? 0 : [^!]*${long}_t15 : vdif : [^!]* ;" <<<"$got" | wc -l)" = 40
 stop_recfsd
 check "recfsd exits 0 (16 lanes)" test "$RD_RC" = 0
 finish
