@@ -15,15 +15,22 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) $(CFLAGS) $(S
 LDFLAGS ?=
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_CFLAGS)
 
+# Flags from pkg-config are asked for when a recipe first needs them, not
+# when make reads this file: on a fresh machine `make deps` (every build's
+# first step) has not installed the packages yet when the file is read.  The
+# first answer is kept.  $(call pkgconf,VAR,ARGS,FALLBACK)
+define pkgconf
+$(1) = $$(eval $(1) := $$(shell $$(PKG_CONFIG) $(2) 2>/dev/null || echo $(3)))$$($(1))
+endef
 # libaio ships no .pc file on Debian 12; fall back to -laio.
 PC_LIBS := libxxhash blkid uuid
-LIB_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PC_LIBS) 2>/dev/null)
-LIB_LIBS := $(shell $(PKG_CONFIG) --libs $(PC_LIBS) 2>/dev/null || echo -lxxhash -lblkid -luuid)
-AIO_LIBS := $(shell $(PKG_CONFIG) --libs libaio 2>/dev/null || echo -laio)
-FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags fuse3 2>/dev/null)
-FUSE_LIBS := $(shell $(PKG_CONFIG) --libs fuse3 2>/dev/null || echo -lfuse3)
-CMOCKA_CFLAGS := $(shell $(PKG_CONFIG) --cflags cmocka 2>/dev/null)
-CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null || echo -lcmocka)
+$(eval $(call pkgconf,LIB_CFLAGS,--cflags $(PC_LIBS),))
+$(eval $(call pkgconf,LIB_LIBS,--libs $(PC_LIBS),-lxxhash -lblkid -luuid))
+$(eval $(call pkgconf,AIO_LIBS,--libs libaio,-laio))
+$(eval $(call pkgconf,FUSE_CFLAGS,--cflags fuse3,))
+$(eval $(call pkgconf,FUSE_LIBS,--libs fuse3,-lfuse3))
+$(eval $(call pkgconf,CMOCKA_CFLAGS,--cflags cmocka,))
+$(eval $(call pkgconf,CMOCKA_LIBS,--libs cmocka,-lcmocka))
 THREAD_LIBS := -lpthread
 
 LIBRECFS := $(BUILD)/lib/librecfs.a
@@ -37,18 +44,18 @@ MAN_PAGES := $(wildcard man/*.[1-8])
 UNIT_TESTS :=
 EXTRA_CHECK_DEPS :=
 
-.PHONY: all clean install check deps demo asan check-asan check-build check-tsan fuzz bench help
+.PHONY: all clean install check deps build-deps demo asan check-asan check-build check-tsan fuzz bench help
 all: programs
 
 include $(wildcard */rules.mk) $(wildcard */*/rules.mk)
 
 programs: $(PROGS)
 
-$(BUILD)/obj/%.o: %.c $(LIB_HDRS)
+$(BUILD)/obj/%.o: %.c $(LIB_HDRS) | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/lib/%.o: fs/lib/%.c $(LIB_HDRS)
+$(BUILD)/obj/lib/%.o: fs/lib/%.c $(LIB_HDRS) | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
 
@@ -58,18 +65,28 @@ $(LIBRECFS): $(LIB_OBJS)
 	ar rcs $@ $^
 
 # ---------------------------------------------------------------- packages
-DEB_PKGS := libfuse3-dev fuse3 libaio-dev libxxhash-dev libcmocka-dev libblkid-dev uuid-dev \
-	fio pkg-config attr python3 python3-prometheus-client curl util-linux fdisk e2fsprogs xxd clang
-deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+# build-deps: what compiling and linking need; every object waits for it, so
+# `make`, `make install` and `make demo` work on a machine without them.
+# deps: that and what the tests and benchmarks run.
+BUILD_PKGS := libfuse3-dev libaio-dev libxxhash-dev libblkid-dev uuid-dev pkg-config
+TEST_PKGS := fuse3 libcmocka-dev fio attr python3 python3-prometheus-client curl util-linux \
+	fdisk e2fsprogs xxd clang
+DEB_PKGS := $(BUILD_PKGS) $(TEST_PKGS)
+# $(call install_pkgs,PACKAGES): apt-get install those not installed (root only)
+define install_pkgs
+@missing=""; for p in $(1); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
-		echo "make deps: installing$$missing"; \
-		if [ "$$(id -u)" != 0 ]; then echo "make deps: need root to install:$$missing" >&2; exit 1; fi; \
+		echo "make: installing$$missing"; \
+		if [ "$$(id -u)" != 0 ]; then echo "make: need root to install:$$missing" >&2; exit 1; fi; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
 	fi
-	@[ -e $(BUILD)/.deps ] || { mkdir -p $(BUILD) && touch $(BUILD)/.deps; }
+endef
+build-deps:
+	$(call install_pkgs,$(BUILD_PKGS))
+deps: build-deps
+	$(call install_pkgs,$(TEST_PKGS))
 
 # ------------------------------------------------------------------ tests
 # everything the tests run, in $(BUILD)
@@ -98,7 +115,9 @@ check-tsan: deps
 	TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1" \
 		BUILD=build-tsan tests/run.sh $(TSAN_TESTS)
 
-demo: deps all
+# the demo mounts: fuse3 beside what the build needs
+demo: build-deps all
+	$(call install_pkgs,fuse3)
 	BUILD=$(BUILD) tools/demo.sh
 
 # ---------------------------------------------------------------- install
@@ -124,7 +143,7 @@ install: all
 	done
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf $(BUILD) build build-asan build-tsan build-fuzz
 
 help:
 	@echo "make            build every program into $(BUILD)/bin"

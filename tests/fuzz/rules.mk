@@ -7,7 +7,7 @@ FUZZ_TIME ?= 60
 FUZZ_BIN := build-fuzz/fuzz_fsck
 FUZZ_SRCS := tests/fuzz/fuzz_fsck.c $(LIB_SRCS)
 
-$(FUZZ_BIN): $(FUZZ_SRCS) $(LIB_HDRS) tests/fuzz/rules.mk
+$(FUZZ_BIN): $(FUZZ_SRCS) $(LIB_HDRS) tests/fuzz/rules.mk | deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -g -O1 -fno-omit-frame-pointer \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \

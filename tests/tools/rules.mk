@@ -9,7 +9,7 @@ $(BUILD)/tests/recfs-testwrite: $(BUILD)/obj/tests/tools/recfs-testwrite.o $(LIB
 # LD_PRELOAD shim emulating disks for pread (bench/read.sh)
 TEST_TOOLS += $(BUILD)/tests/slowpread.so
 EXTRA_CHECK_DEPS += $(BUILD)/tests/slowpread.so
-$(BUILD)/tests/slowpread.so: tests/tools/slowpread.c
+$(BUILD)/tests/slowpread.so: tests/tools/slowpread.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -ldl -lpthread
 
@@ -17,7 +17,7 @@ $(BUILD)/tests/slowpread.so: tests/tools/slowpread.c
 # (tests/integration/3a-record-aio.sh)
 TEST_TOOLS += $(BUILD)/tests/aioshim.so
 EXTRA_CHECK_DEPS += $(BUILD)/tests/aioshim.so
-$(BUILD)/tests/aioshim.so: tests/tools/aioshim.c
+$(BUILD)/tests/aioshim.so: tests/tools/aioshim.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $< -lpthread
 
@@ -25,6 +25,6 @@ $(BUILD)/tests/aioshim.so: tests/tools/aioshim.c
 # (tests/integration/3b-record-failures.sh)
 TEST_TOOLS += $(BUILD)/tests/failshim.so
 EXTRA_CHECK_DEPS += $(BUILD)/tests/failshim.so
-$(BUILD)/tests/failshim.so: tests/tools/failshim.c
+$(BUILD)/tests/failshim.so: tests/tools/failshim.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror -fPIC -shared -o $@ $<
