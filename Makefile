@@ -10,8 +10,9 @@ PKG_CONFIG ?= pkg-config
 WARN := -Wall -Wextra -Werror -Wmissing-prototypes -Wshadow -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 SAN_CFLAGS ?=
+# -MMD -MP: each object's header dependencies in a .d beside it
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 $(WARN) $(CFLAGS) $(SAN_CFLAGS) \
-	-Ifs/include -Ifs/lib
+	-MMD -MP -Ifs/include
 LDFLAGS ?=
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_CFLAGS)
 
@@ -35,7 +36,7 @@ THREAD_LIBS := -lpthread
 
 LIBRECFS := $(BUILD)/lib/librecfs.a
 LIB_SRCS := $(wildcard fs/lib/*.c)
-LIB_OBJS := $(patsubst fs/lib/%.c,$(BUILD)/obj/lib/%.o,$(LIB_SRCS))
+LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 LIB_HDRS := $(wildcard fs/include/recfs/*.h) $(wildcard fs/lib/*.h)
 
 # Each component adds to these in its rules.mk.
@@ -51,13 +52,16 @@ include $(wildcard */rules.mk) $(wildcard */*/rules.mk)
 
 programs: $(PROGS)
 
-$(BUILD)/obj/%.o: %.c $(LIB_HDRS) | build-deps
+$(BUILD)/obj/%.o: %.c | build-deps
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<
 
-$(BUILD)/obj/lib/%.o: fs/lib/%.c $(LIB_HDRS) | build-deps
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LIB_CFLAGS) -c -o $@ $<
+# Private headers are reachable from their own folder only: the library's
+# (fs/lib/*.h) from the library and the white-box tests, the recorder's
+# folders from each other by "engine/engine.h", "common/rec.h".
+$(BUILD)/obj/fs/lib/%.o $(BUILD)/obj/tests/%.o: EXTRA_CFLAGS += -Ifs/lib
+$(BUILD)/obj/recorder/%.o $(BUILD)/obj/bench/%.o: EXTRA_CFLAGS += -Irecorder
+-include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d)
 
 $(LIBRECFS): $(LIB_OBJS)
 	@mkdir -p $(dir $@)

@@ -1,5 +1,4 @@
 PROGS += $(BUILD)/bin/recfs
-$(BUILD)/obj/admin/recfs.o $(BUILD)/obj/admin/ctl.o: admin/ctl.h
 $(BUILD)/bin/recfs: $(BUILD)/obj/admin/recfs.o $(BUILD)/obj/admin/ctl.o $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS)

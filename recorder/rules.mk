@@ -1,41 +1,31 @@
-# recorder/: recfs-record, recfs-play, and the bench-only UDP sink.
-RECORDER_COMMON := $(BUILD)/obj/recorder/common.o $(BUILD)/obj/recorder/vdif.o
-RECORDER_HDRS := recorder/rec.h recorder/engine.h
-ENGINE_OBJS := $(patsubst %,$(BUILD)/obj/recorder/%.o,engine ring input writer commit report)
-
-# every recorder object depends on the recorder's headers (a pattern rule
-# without a recipe would add nothing)
-$(patsubst recorder/%.c,$(BUILD)/obj/recorder/%.o,$(wildcard recorder/*.c)): $(RECORDER_HDRS)
+# recorder/: the engine (engine/), what the programs share (common/), and one
+# folder per program: recfs-record (record/), recfsd (recfsd/), recfs-play
+# (play/).  Headers are found through -Irecorder as "engine/engine.h" etc.
+RECORDER_COMMON := $(patsubst %,$(BUILD)/obj/recorder/common/%.o,common vdif)
+ENGINE_OBJS := $(patsubst %,$(BUILD)/obj/recorder/engine/%.o,engine ring input writer commit report)
+SDNOTIFY_OBJS := $(BUILD)/obj/recorder/common/sdnotify.o
 
 PROGS += $(BUILD)/bin/recfs-record $(BUILD)/bin/recfs-play
-$(BUILD)/obj/recorder/record.o: recorder/sdnotify.h
-$(BUILD)/bin/recfs-record: $(BUILD)/obj/recorder/record.o $(BUILD)/obj/recorder/sdnotify.o $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)
+$(BUILD)/bin/recfs-record: $(BUILD)/obj/recorder/record/main.o $(SDNOTIFY_OBJS) $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(AIO_LIBS) $(THREAD_LIBS)
 
-$(BUILD)/bin/recfs-play: $(BUILD)/obj/recorder/play.o $(RECORDER_COMMON) $(LIBRECFS)
+$(BUILD)/bin/recfs-play: $(BUILD)/obj/recorder/play/main.o $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)
 
 # bench/udp.sh's ceiling: recvmmsg and discard (not installed)
-$(BUILD)/bench/recfs-udpsink: $(BUILD)/obj/recorder/udpsink.o $(RECORDER_COMMON) $(LIBRECFS)
+$(BUILD)/bench/recfs-udpsink: $(BUILD)/obj/bench/udpsink.o $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)
 
-# The /metrics endpoint and sd_notify, for recfsd (no engine dependency), and
-# the systemd unit `make install` puts in $(SYSTEMD_UNIT_DIR).
-MX_OBJS := $(BUILD)/obj/recorder/metrics.o
-SDNOTIFY_OBJS := $(BUILD)/obj/recorder/sdnotify.o
-$(BUILD)/obj/recorder/metrics.o: recorder/metrics.h
-$(BUILD)/obj/recorder/sdnotify.o: recorder/sdnotify.h
-SYSTEMD_UNITS += recorder/recfsd@.service.in
-
-# recfsd: the station daemon on the engine, with its VSI-S control (vsis.c)
-# and its metrics (metrics.c)
-VSIS_OBJS := $(BUILD)/obj/recorder/vsis.o
-RECFSD_OBJS := $(patsubst %,$(BUILD)/obj/recorder/%.o,recfsd ctl rdmetrics)
-$(RECFSD_OBJS): recorder/recfsd.h recorder/vsis.h recorder/metrics.h recorder/sdnotify.h
-$(VSIS_OBJS): recorder/vsis.h
+# recfsd: the station daemon on the engine, with its VSI-S control (vsis.c,
+# ctl.c), its metrics (rdmetrics.c on the exposition writer and HTTP server
+# prom.c), and the systemd unit `make install` puts in $(SYSTEMD_UNIT_DIR).
+MX_OBJS := $(BUILD)/obj/recorder/recfsd/prom.o
+VSIS_OBJS := $(BUILD)/obj/recorder/recfsd/vsis.o
+RECFSD_OBJS := $(patsubst %,$(BUILD)/obj/recorder/recfsd/%.o,recfsd ctl rdmetrics)
+SYSTEMD_UNITS += recorder/recfsd/recfsd@.service.in
 PROGS += $(BUILD)/bin/recfsd
 $(BUILD)/bin/recfsd: $(RECFSD_OBJS) $(VSIS_OBJS) $(MX_OBJS) $(SDNOTIFY_OBJS) $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)
 	@mkdir -p $(dir $@)

@@ -4,7 +4,6 @@ FUSE_OBJS := $(BUILD)/obj/fs/fuse/main.o $(BUILD)/obj/fs/fuse/ops.o $(BUILD)/obj
 PROGS += $(BUILD)/bin/recfs-mount $(BUILD)/bin/mount.recfs
 
 $(BUILD)/obj/fs/fuse/%.o: EXTRA_CFLAGS += $(FUSE_CFLAGS)
-$(FUSE_OBJS): fs/fuse/mount.h
 
 $(BUILD)/bin/recfs-mount $(BUILD)/bin/mount.recfs: $(FUSE_OBJS) $(LIBRECFS)
 	@mkdir -p $(dir $@)

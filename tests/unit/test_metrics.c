@@ -1,4 +1,4 @@
-/* The Prometheus exposition writer (recorder/metrics.c): exact output,
+/* The Prometheus exposition writer (recorder/recfsd/prom.c): exact output,
  * escaping, number formatting, and every misuse refused. */
 #include <errno.h>
 #include <math.h>
@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "../../recorder/metrics.h"
+#include "../../recorder/recfsd/prom.h"
 
 /* the body as a string */
 static const char *body(struct mx_buf *b)

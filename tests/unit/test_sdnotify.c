@@ -1,4 +1,4 @@
-/* rr_sd_notify (recorder/sdnotify.c) against real AF_UNIX datagram sockets
+/* rr_sd_notify (recorder/common/sdnotify.c) against real AF_UNIX datagram sockets
  * bound here, as systemd binds its notification socket. */
 #include <errno.h>
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../../recorder/sdnotify.h"
+#include "../../recorder/common/sdnotify.h"
 
 /* bind a datagram socket at path ('@' first: abstract); returns the fd */
 static int listen_at(const char *path)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* VSI-S statements: the parser and the reply writer (recorder/vsis.c). */
+/* VSI-S statements: the parser and the reply writer (recorder/recfsd/vsis.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "../../recorder/vsis.h"
+#include "../../recorder/recfsd/vsis.h"
 
 struct pcase {
 	const char *in;

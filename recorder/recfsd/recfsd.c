@@ -30,9 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 #include "recfsd.h"
-#include "sdnotify.h"
+#include "common/sdnotify.h"
 
 #define PROG "recfsd"
 

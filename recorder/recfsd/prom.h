@@ -6,8 +6,8 @@
  * the caller's render callback reads its live state on each scrape.
  * Prefix: mx_.
  */
-#ifndef RECFS_RECORDER_METRICS_H
-#define RECFS_RECORDER_METRICS_H
+#ifndef RECFS_RECFSD_PROM_H
+#define RECFS_RECFSD_PROM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -26,7 +26,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "rec.h"
+#include "common/rec.h"
 
 enum rr_stop {
 	RR_STOP_NONE = 0,

@@ -28,8 +28,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "sdnotify.h"
+#include "engine/engine.h"
+#include "common/sdnotify.h"
 
 #define PROG "recfs-record"
 

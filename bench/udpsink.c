@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rec.h"
+#include "common/rec.h"
 
 #define SINK_BATCH 64
 

@@ -8,7 +8,7 @@
 
 #include <sys/socket.h>
 
-#include "engine.h"
+#include "engine/engine.h"
 
 #define RD_MAX_INPUTS 8
 #define RD_MAX_STREAMS 32

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "metrics.h"
+#include "prom.h"
 
 /* ============================================================= writer */
 enum mx_type { MX_NONE, MX_COUNTER, MX_GAUGE, MX_HISTOGRAM, MX_SUMMARY, MX_UNTYPED };

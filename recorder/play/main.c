@@ -16,7 +16,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "rec.h"
+#include "common/rec.h"
 
 #define PROG "recfs-play"
 #define PL_BATCH 64

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "prom.h"
 #include "recfsd.h"
 
 static struct mx_server *rd_mx;
