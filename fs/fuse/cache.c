@@ -69,21 +69,19 @@ static void *chunk_buf_alloc(size_t len)
 	return b;
 }
 
-bool rm_cache_node_idle(struct rm_ctx *c, const struct rm_node *n)
+/* An entry about to be filled for node n pins n until the fill is done, so
+ * the node table never frees a node a fill still reads (and never asks the
+ * cache). */
+static void pin(struct rm_chunk *e, struct rm_node *n)
 {
-	struct rm_cache *ca = c->cache;
-	bool idle = true;
+	e->node = n;
+	__atomic_add_fetch(&n->pins, 1, __ATOMIC_SEQ_CST);
+}
 
-	if (!ca)
-		return true;
-	pthread_mutex_lock(&ca->lock);
-	/* a fill uses e->node only while its entry is LOADING (queued
-	 * included); temporary entries are filled within a read, while the
-	 * file is open */
-	for (unsigned i = 0; i < ca->n && idle; i++)
-		idle = !(ca->e[i].state == RM_LOADING && ca->e[i].node == n);
-	pthread_mutex_unlock(&ca->lock);
-	return idle;
+static void unpin(struct rm_chunk *e)
+{
+	__atomic_sub_fetch(&e->node->pins, 1, __ATOMIC_SEQ_CST);
+	e->node = NULL;
 }
 
 bool rm_member_bad(struct rm_ctx *c, unsigned m)
@@ -281,6 +279,7 @@ static int fill(struct rm_ctx *c, struct rm_chunk *e)
 		rc = -ENOMEM;
 	if (rc == 0)
 		rc = chunk_fetch(c, e->node, &e->rec, e->k, e->buf, &len);
+	unpin(e);
 	pthread_mutex_lock(&ca->lock);
 	ca->n_fetch++;
 	if (rc == 0) {
@@ -389,7 +388,7 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 				how[i] = CL_FILL;
 			}
 			if (es[i] && how[i] == CL_FILL) {
-				es[i]->node = f->node;
+				pin(es[i], f->node);
 				es[i]->rec = *r;
 				/* fill the first one here, the others in parallel */
 				if (!inl && !es[i]->temp)
@@ -421,9 +420,10 @@ void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct r
 						break;
 					if (h == CL_FILL) {
 						ca->n_prefetch++;
-						e->node = f->node;
+						pin(e, f->node);
 						e->rec = *r;
 						if (!enqueue(ca, e)) {
+							unpin(e);
 							e->state = RM_EMPTY;
 							e->uid = 0;
 							put_locked(ca, e);

@@ -69,6 +69,8 @@ struct rm_node {
 	uint64_t checked_ns; /* start of the last refresh that found it */
 	bool gone;           /* deleted (or index reused) since lookup */
 	unsigned opens;      /* open files; slot pages dropped at the last close */
+	unsigned pins;       /* chunk fills using it (atomic): the cache pins the
+			      * node while an entry it fills is loading */
 	/* checksum slots in pages of RM_SLOT_PAGE; page_n[i] valid slots */
 	struct recfs_slot **pages;
 	uint32_t *page_n;
@@ -104,9 +106,26 @@ struct rm_ctx {
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops rm_ops;
+/* FUSE node ids: the root, and the first node of directory index i */
+#define RM_ROOT       1
+#define RM_INO(index) ((fuse_ino_t)(index) + 2)
+
+/* log.c */
 void rm_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rm_log_init(bool foreground);
 uint64_t rm_now(void);
+
+/* node.c.  Under c->meta: the node for r (created or brought up to date). */
+struct rm_node *rm_node_set(struct rm_ctx *c, const struct recfs_rec *r);
+/* The node of FUSE node id ino, or NULL. */
+struct rm_node *rm_node_of(struct rm_ctx *c, fuse_ino_t ino);
+/* The kernel dropped nlookup lookups of ino. */
+void rm_node_forget(struct rm_ctx *c, fuse_ino_t ino, uint64_t nlookup);
+/* Under c->meta, after a successful reload: mark the nodes whose index no
+ * longer holds their recording gone. */
+void rm_nodes_mark_gone(struct rm_ctx *c);
+/* Free n's loaded checksum slots (its last open file closed). */
+void rm_node_drop_slots(struct rm_node *n);
 /* Snapshot of a node's recording, refreshed first when it is still being
  * recorded and the last refresh is older than RM_REFRESH_NS (force: any
  * age).  Returns 0, -ENOENT when gone. */
@@ -128,8 +147,6 @@ void rm_cache_free(struct rm_ctx *c);
 /* Serve a read of [off, off+size) of r (already clipped to committed). */
 void rm_read(struct rm_ctx *c, fuse_req_t req, struct rm_file *f, const struct recfs_rec *r,
 	     size_t size, uint64_t off);
-/* No chunk is being fetched for node n (so n may be freed). */
-bool rm_cache_node_idle(struct rm_ctx *c, const struct rm_node *n);
 /* A member is missing or failed a read since mount. */
 bool rm_member_bad(struct rm_ctx *c, unsigned m);
 /* Byte ranges of r on such members, "START-END\n" lines, into buf. */

@@ -1,6 +1,6 @@
 # recfs-mount: the FUSE driver; mount.recfs is the same program (mount(8)
 # helper calling convention, chosen by its name).
-FUSE_OBJS := $(BUILD)/obj/fs/fuse/main.o $(BUILD)/obj/fs/fuse/ops.o $(BUILD)/obj/fs/fuse/cache.o
+FUSE_OBJS := $(patsubst %,$(BUILD)/obj/fs/fuse/%.o,main ops cache node log)
 PROGS += $(BUILD)/bin/recfs-mount $(BUILD)/bin/mount.recfs
 
 $(BUILD)/obj/fs/fuse/%.o: EXTRA_CFLAGS += $(FUSE_CFLAGS)
