@@ -17,7 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/rec.h"
+#include "common/util.h"
+#include "recfs/recfs.h"
 
 #define SINK_BATCH 64
 

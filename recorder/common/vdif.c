@@ -14,7 +14,8 @@
 
 #include <time.h>
 
-#include "rec.h"
+#include "util.h"
+#include "vdif.h"
 
 bool rr_vdif_decode(const uint8_t *p, struct rr_vdif_hdr *h)
 {

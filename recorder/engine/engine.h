@@ -26,7 +26,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "common/rec.h"
+#include "common/gen.h"
+#include "common/util.h"
+#include "common/vdif.h"
 
 enum rr_stop {
 	RR_STOP_NONE = 0,

@@ -16,7 +16,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "common/rec.h"
+#include "common/gen.h"
+#include "common/util.h"
+#include "common/vdif.h"
 
 #define PROG "recfs-play"
 #define PL_BATCH 64
