@@ -32,6 +32,7 @@
 
 #include "engine/engine.h"
 #include "recfsd.h"
+#include "common/opts.h"
 #include "common/sdnotify.h"
 
 #define PROG "recfsd"
@@ -437,19 +438,12 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "input", required_argument, NULL, 'i' },
-		{ "format", required_argument, NULL, 'F' },
-		{ "packet-size", required_argument, NULL, 'P' },
-		{ "strip", required_argument, NULL, 'S' },
-		{ "rcvbuf", required_argument, NULL, 1 },
 		{ "cpu", required_argument, NULL, 2 },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "metrics", required_argument, NULL, 'm' },
-		{ "queue-depth", required_argument, NULL, 'Q' },
-		{ "buffer", required_argument, NULL, 'b' },
-		{ "commit-interval", required_argument, NULL, 'c' },
 		{ "ready-fd", required_argument, NULL, 3 },
-		{ "no-realtime", no_argument, NULL, 4 },
 		{ "split", required_argument, NULL, 5 },
+		RR_ENGINE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -457,67 +451,41 @@ int main(int argc, char **argv)
 	static struct rd rd_state;
 	struct rd *d = &rd_state;
 	const char *listen_spec = "127.0.0.1:2620", *metrics_spec = NULL, *cpus = NULL;
-	uint64_t v, qd = 4, commit_ns = 1000000000ull, rcvbuf = 64ull << 20, buffer = 0;
-	uint32_t packet_size = 0, strip = 0;
+	struct rr_opts eo;
+	uint64_t v;
 	int ready_fd = -1, c, status = 1;
-	bool no_rt = false;
 
-	while ((c = getopt_long(argc, argv, "i:F:P:S:l:m:Q:b:c:hV", lo, NULL)) != -1) {
+	rr_opts_default(&eo);
+
+	while ((c = getopt_long(argc, argv, "i:l:m:hV" RR_ENGINE_SHORTOPTS, lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			if (rd_add_input(d, optarg))
 				return 1;
 			break;
-		case 'F':
-			if (!strcmp(optarg, "vdif"))
-				d->fmt_vdif = true;
-			else if (strcmp(optarg, "raw"))
-				return fprintf(stderr, PROG ": --format '%s': not raw or vdif\n", optarg), 1;
-			break;
-		case 'P':
-			if (rd_num("--packet-size", optarg, &v, true, 1, 65507))
-				return 1;
-			packet_size = (uint32_t)v;
-			break;
-		case 'S':
-			if (rd_num("--strip", optarg, &v, false, 0, 64))
-				return 1;
-			strip = (uint32_t)v;
-			break;
-		case 1:
-			if (rd_num("--rcvbuf", optarg, &rcvbuf, true, 4096, 1ull << 31))
-				return 1;
-			break;
 		case 2: cpus = optarg; break;
 		case 'l': listen_spec = optarg; break;
 		case 'm': metrics_spec = optarg; break;
-		case 'Q':
-			if (rd_num("--queue-depth", optarg, &qd, false, 1, 256))
-				return 1;
-			break;
-		case 'b':
-			if (rd_num("--buffer", optarg, &buffer, true, 1, 1ull << 40))
-				return 1;
-			break;
-		case 'c':
-			if (recfs_parse_secs("--commit-interval", optarg, 10000000ull, 3600000000000ull, &commit_ns))
-				return fprintf(stderr, PROG ": %s\n", recfs_errmsg()), 1;
-			break;
 		case 3:
 			if (rd_num("--ready-fd", optarg, &v, false, 0, INT_MAX))
 				return 1;
 			ready_fd = (int)v;
 			break;
-		case 4: no_rt = true; break;
 		case 5:
 			if (rd_parse_split(d, optarg))
 				return 1;
 			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
-		default: usage(stderr); return 1;
+		default:
+			switch (rr_opt_parse(&eo, c, optarg)) {
+			case 1: break;
+			case 0: usage(stderr); return 1;
+			default: return fprintf(stderr, PROG ": %s\n", recfs_errmsg()), 1;
+			}
 		}
 	}
+	d->fmt_vdif = eo.fmt_vdif;
 	if (argc - optind != 1) {
 		fprintf(stderr, PROG ": expected PACK (see --help)\n");
 		return 1;
@@ -608,21 +576,21 @@ int main(int argc, char **argv)
 			r->chunk = g->chunk_size;
 			r->pack_lock = &d->pack_lock;
 			r->pack_spec = d->pack_spec;
-			r->qd = (uint32_t)qd;
-			r->commit_ns = commit_ns;
-			r->rcvbuf = rcvbuf;
+			r->qd = eo.qd;
+			r->commit_ns = eo.commit_ns;
+			r->rcvbuf = eo.rcvbuf;
 			r->fmt_vdif = d->fmt_vdif;
-			r->packet_size = packet_size;
-			r->strip = strip;
-			r->no_rt = no_rt;
+			r->packet_size = eo.packet_size;
+			r->strip = eo.strip;
+			r->no_rt = eo.no_rt;
 			r->progress = 0;
 			r->quiet = true;
 			r->in_fd = -1;
 			r->err_member = -1;
 			r->err_short = -1;
 			r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
-			if (buffer) {
-				r->buffer = buffer / lanes;
+			if (eo.buffer) {
+				r->buffer = eo.buffer / lanes;
 			} else {
 				/* an eighth of what the machine has free, over the streams */
 				r->buffer = rr_mem_available() / 8 / (d->nin * lanes);
@@ -643,7 +611,7 @@ int main(int argc, char **argv)
 		if (d->nsplit) {
 			in->split.n = lanes;
 			in->split.fd = in->split.lane[0]->in_fd;
-			in->split.strip = strip;
+			in->split.strip = eo.strip;
 			in->split.lane[0]->in_fd = -1;
 		}
 	}

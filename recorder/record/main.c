@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "common/opts.h"
 #include "common/sdnotify.h"
 
 #define PROG "recfs-record"
@@ -96,10 +97,6 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "input", required_argument, NULL, 'i' },
-		{ "format", required_argument, NULL, 'F' },
-		{ "packet-size", required_argument, NULL, 'P' },
-		{ "strip", required_argument, NULL, 'S' },
-		{ "rcvbuf", required_argument, NULL, 1 },
 		{ "frame-size", required_argument, NULL, 2 },
 		{ "threads", required_argument, NULL, 3 },
 		{ "frame-rate", required_argument, NULL, 4 },
@@ -107,14 +104,11 @@ int main(int argc, char **argv)
 		{ "rate", required_argument, NULL, 6 },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "size", required_argument, NULL, 's' },
-		{ "queue-depth", required_argument, NULL, 'Q' },
-		{ "buffer", required_argument, NULL, 'b' },
-		{ "commit-interval", required_argument, NULL, 'c' },
 		{ "progress", no_argument, NULL, 7 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "stats-json", required_argument, NULL, 8 },
-		{ "no-realtime", no_argument, NULL, 9 },
 		{ "ready-fd", required_argument, NULL, 10 },
+		RR_ENGINE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -127,9 +121,8 @@ int main(int argc, char **argv)
 	int c, status = RR_EXIT_NOTHING, ready_fd = -1;
 	bool sizes_set = false;
 
-	r->qd = 4;
-	r->commit_ns = 1000000000ull;
-	r->rcvbuf = 64ull << 20;
+	struct rr_opts eo;
+	rr_opts_default(&eo);
 	r->progress = -1;
 	r->threads = 1;
 	r->fps = 10000;
@@ -138,31 +131,9 @@ int main(int argc, char **argv)
 	r->err_short = -1;
 	r->data_efd = r->space_efd = r->aio_efd = -1;
 
-	while ((c = getopt_long(argc, argv, "i:F:P:S:d:s:Q:b:c:qhV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:d:s:qhV" RR_ENGINE_SHORTOPTS, lo, NULL)) != -1) {
 		switch (c) {
 		case 'i': input = optarg; break;
-		case 'F':
-			if (!strcmp(optarg, "vdif"))
-				r->fmt_vdif = true;
-			else if (strcmp(optarg, "raw")) {
-				fprintf(stderr, PROG ": --format: '%s' is not raw or vdif\n", optarg);
-				return RR_EXIT_NOTHING;
-			}
-			break;
-		case 'P':
-			if (rr_opt(recfs_parse_bytes("--packet-size", optarg, 1, 65507, &v)))
-				return RR_EXIT_NOTHING;
-			r->packet_size = (uint32_t)v;
-			break;
-		case 'S':
-			if (rr_opt(recfs_parse_num("--strip", optarg, 0, 64, &v)))
-				return RR_EXIT_NOTHING;
-			r->strip = (uint32_t)v;
-			break;
-		case 1:
-			if (rr_opt(recfs_parse_bytes("--rcvbuf", optarg, 4096, 1ull << 31, &r->rcvbuf)))
-				return RR_EXIT_NOTHING;
-			break;
 		case 2:
 			if (rr_opt(recfs_parse_bytes("--frame-size", optarg, 1, 64u << 20, &v)))
 				return RR_EXIT_NOTHING;
@@ -192,24 +163,9 @@ int main(int argc, char **argv)
 			if (rr_opt(recfs_parse_bytes("--size", optarg, 1, 1ull << 60, &r->size_limit)))
 				return RR_EXIT_NOTHING;
 			break;
-		case 'Q':
-			if (rr_opt(recfs_parse_num("--queue-depth", optarg, 1, 256, &v)))
-				return RR_EXIT_NOTHING;
-			r->qd = (uint32_t)v;
-			break;
-		case 'b':
-			if (rr_opt(recfs_parse_bytes("--buffer", optarg, 1u << 20, 1ull << 40, &r->buffer)))
-				return RR_EXIT_NOTHING;
-			break;
-		case 'c':
-			if (rr_opt(recfs_parse_secs("--commit-interval", optarg, 10000000ull, 3600000000000ull,
-						    &r->commit_ns)))
-				return RR_EXIT_NOTHING;
-			break;
 		case 7: r->progress = 1; break;
 		case 'q': r->quiet = true; break;
 		case 8: r->stats_json = optarg; break;
-		case 9: r->no_rt = true; break;
 		case 10:
 			if (rr_opt(recfs_parse_num("--ready-fd", optarg, 0, INT_MAX, &v)))
 				return RR_EXIT_NOTHING;
@@ -221,9 +177,22 @@ int main(int argc, char **argv)
 			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
-		default: usage(stderr); return RR_EXIT_NOTHING;
+		default:
+			switch (rr_opt_parse(&eo, c, optarg)) {
+			case 1: break;
+			case 0: usage(stderr); return RR_EXIT_NOTHING;
+			default: return rr_opt(-EINVAL);
+			}
 		}
 	}
+	r->fmt_vdif = eo.fmt_vdif;
+	r->packet_size = eo.packet_size;
+	r->strip = eo.strip;
+	r->rcvbuf = eo.rcvbuf;
+	r->qd = eo.qd;
+	r->buffer = eo.buffer;
+	r->commit_ns = eo.commit_ns;
+	r->no_rt = eo.no_rt;
 	if (argc - optind != 2) {
 		fprintf(stderr, PROG ": expected PACK and NAME (see --help)\n");
 		return RR_EXIT_NOTHING;
