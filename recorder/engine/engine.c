@@ -11,6 +11,22 @@
 
 #include "engine.h"
 
+void rr_defaults(struct rr *r, const struct rr_opts *o)
+{
+	r->fmt_vdif = o->fmt_vdif;
+	r->packet_size = o->packet_size;
+	r->strip = o->strip;
+	r->rcvbuf = o->rcvbuf;
+	r->qd = o->qd;
+	r->buffer = o->buffer;
+	r->commit_ns = o->commit_ns;
+	r->no_rt = o->no_rt;
+	r->in_fd = -1;
+	r->err_member = -1;
+	r->err_short = -1;
+	r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
+}
+
 int rr_engine_init(struct rr *r)
 {
 	r->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

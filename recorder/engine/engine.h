@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/gen.h"
+#include "common/opts.h"
 #include "common/util.h"
 #include "common/vdif.h"
 
@@ -312,6 +313,9 @@ int64_t wr_run(struct rr *r);
 void *wr_main(void *arg);
 
 /* engine.c: recfsd's use of one input's engine */
+/* Before anything else: the engine's options, and every descriptor unset
+ * (so rr_engine_close is safe whatever failed). */
+void rr_defaults(struct rr *r, const struct rr_opts *o);
 int rr_engine_init(struct rr *r);      /* eventfds, locks */
 void rr_engine_close(struct rr *r);
 /* post a segment (0, or -EBUSY when RR_SEGQ are unfinished); start_unix

@@ -576,19 +576,9 @@ int main(int argc, char **argv)
 			r->chunk = g->chunk_size;
 			r->pack_lock = &d->pack_lock;
 			r->pack_spec = d->pack_spec;
-			r->qd = eo.qd;
-			r->commit_ns = eo.commit_ns;
-			r->rcvbuf = eo.rcvbuf;
-			r->fmt_vdif = d->fmt_vdif;
-			r->packet_size = eo.packet_size;
-			r->strip = eo.strip;
-			r->no_rt = eo.no_rt;
+			rr_defaults(r, &eo);
 			r->progress = 0;
 			r->quiet = true;
-			r->in_fd = -1;
-			r->err_member = -1;
-			r->err_short = -1;
-			r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
 			if (eo.buffer) {
 				r->buffer = eo.buffer / lanes;
 			} else {

@@ -126,10 +126,6 @@ int main(int argc, char **argv)
 	r->progress = -1;
 	r->threads = 1;
 	r->fps = 10000;
-	r->in_fd = -1;
-	r->err_member = -1;
-	r->err_short = -1;
-	r->data_efd = r->space_efd = r->aio_efd = -1;
 
 	while ((c = getopt_long(argc, argv, "i:d:s:qhV" RR_ENGINE_SHORTOPTS, lo, NULL)) != -1) {
 		switch (c) {
@@ -185,14 +181,8 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	r->fmt_vdif = eo.fmt_vdif;
-	r->packet_size = eo.packet_size;
-	r->strip = eo.strip;
-	r->rcvbuf = eo.rcvbuf;
-	r->qd = eo.qd;
-	r->buffer = eo.buffer;
-	r->commit_ns = eo.commit_ns;
-	r->no_rt = eo.no_rt;
+	rr_defaults(r, &eo);
+	r->prog = PROG;
 	if (argc - optind != 2) {
 		fprintf(stderr, PROG ": expected PACK and NAME (see --help)\n");
 		return RR_EXIT_NOTHING;
