@@ -11,6 +11,8 @@
 
 #include "engine.h"
 
+_Atomic int rr_signal; /* a program's signal handler sets it (engine.h) */
+
 void rr_defaults(struct rr *r, const struct rr_opts *o)
 {
 	r->fmt_vdif = o->fmt_vdif;

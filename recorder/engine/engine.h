@@ -207,7 +207,8 @@ struct rr {
 	uint64_t t_start, t_first, t_end;
 };
 
-/* set by the front end's signal handler; the receiver stops on it */
+/* the engine's: a front end's signal handler may set it, and the receiver
+ * stops on it (recfsd stops its inputs itself and leaves it 0) */
 extern _Atomic int rr_signal; /* lock-free: safe in a handler, read by threads */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "rr_signal must be lock-free for a signal handler");
 

@@ -37,7 +37,6 @@
 
 #define PROG "recfsd"
 
-_Atomic int rr_signal; /* unused: recfsd stops its inputs itself */
 
 /* ------------------------------------------------------------ the scans */
 static uint64_t rd_wall_ns(void)

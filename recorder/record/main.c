@@ -43,8 +43,6 @@ enum {
 	RR_EXIT_INPUT = 4,    /* input failed mid-stream: sealed at what arrived */
 };
 
-_Atomic int rr_signal;
-
 static void rr_on_signal(int sig)
 {
 	rr_signal = sig;
