@@ -6,8 +6,11 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "engine.h"
 
@@ -58,6 +61,32 @@ void rr_engine_close(struct rr *r)
 	if (r->rcv_efd >= 0)
 		close(r->rcv_efd);
 	r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
+}
+
+void rr_cm_stop(struct rr *r, pthread_t cm)
+{
+	pthread_mutex_lock(&r->cm_lock);
+	r->cm_quit = true;
+	pthread_cond_signal(&r->cm_cond);
+	pthread_mutex_unlock(&r->cm_lock);
+	pthread_join(cm, NULL);
+}
+
+void rr_release(struct rr *r)
+{
+	rr_engine_close(r);
+	if (r->json_f && r->json_f != stdout)
+		fclose(r->json_f);
+	r->json_f = NULL;
+	if (r->ring)
+		munmap(r->ring, r->ring_size);
+	r->ring = NULL;
+	if (r->in_fd > 0) /* 0: recfs-record's standard input stays open */
+		close(r->in_fd);
+	r->in_fd = -1;
+	rr_gen_free(&r->gen);
+	free(r->csums);
+	r->csums = NULL;
 }
 
 int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix, uint64_t *id)

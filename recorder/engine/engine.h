@@ -319,6 +319,11 @@ void *wr_main(void *arg);
 void rr_defaults(struct rr *r, const struct rr_opts *o);
 int rr_engine_init(struct rr *r);      /* eventfds, locks */
 void rr_engine_close(struct rr *r);
+/* Stop the committer thread cm (after the writer ended) and wait for it. */
+void rr_cm_stop(struct rr *r, pthread_t cm);
+/* Everything rr_defaults onwards set up: descriptors, ring, statistics
+ * file, generator, checksum array.  The pack stays the caller's. */
+void rr_release(struct rr *r);
 /* post a segment (0, or -EBUSY when RR_SEGQ are unfinished); start_unix
  * as in struct rr_seg */
 int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix, uint64_t *id);

@@ -688,11 +688,7 @@ out_stop:
 		}
 		rr_kick(r->data_efd);
 		pthread_join(st->wr, NULL);
-		pthread_mutex_lock(&r->cm_lock);
-		r->cm_quit = true;
-		pthread_cond_signal(&r->cm_cond);
-		pthread_mutex_unlock(&r->cm_lock);
-		pthread_join(st->cm, NULL);
+		rr_cm_stop(r, st->cm);
 		uint64_t posted = atomic_load(&r->seg_posted);
 		for (uint64_t n = posted > RR_SEGQ ? posted - RR_SEGQ : 0; n < posted; n++) {
 			struct rr_seg *s = rr_seg_at(r, n);
@@ -712,12 +708,7 @@ out_inputs:
 		struct rr *r = d->st[k].r;
 		if (!r)
 			continue;
-		rr_engine_close(r);
-		if (r->ring)
-			munmap(r->ring, r->ring_size);
-		if (r->in_fd > 0)
-			close(r->in_fd);
-		free(r->csums);
+		rr_release(r);
 		free(r);
 	}
 out_close_pack:
