@@ -39,8 +39,8 @@ int rr_engine_init(struct rr *r)
 	r->aio_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->rcv_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (r->data_efd < 0 || r->space_efd < 0 || r->aio_efd < 0 || r->rcv_efd < 0) {
-		fprintf(stderr, "%s: eventfd: %s\n", r->prog, strerror(errno));
-		return -errno;
+		int e = errno;
+		return recfs_seterr(-e, "eventfd: %s", strerror(e));
 	}
 	pthread_mutex_init(&r->loss_lock, NULL);
 	pthread_mutex_init(&r->csum_lock, NULL);

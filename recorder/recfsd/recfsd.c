@@ -588,12 +588,13 @@ int main(int argc, char **argv)
 				if (r->buffer > (1ull << 30))
 					r->buffer = 1ull << 30;
 			}
-			if (rr_parse_input(r, in->spec) || rr_ring_alloc(r) || rr_engine_init(r))
-				goto out_inputs;
 			/* lane 0 binds the input's socket; a split receiver
-			 * takes it over */
-			if (l == 0 && rr_open_input(r))
+			 * takes it over (the spec was checked by rd_add_input) */
+			if (rr_parse_input(r, in->spec) || rr_ring_alloc(r) || rr_engine_init(r) ||
+			    (l == 0 && rr_open_input(r))) {
+				fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 				goto out_inputs;
+			}
 			in->split.lane[l] = r;
 			in->split.thread[l] = (uint32_t)(st->thread < 0 ? 0 : st->thread);
 		}

@@ -283,12 +283,10 @@ static int start(struct rr *r, pthread_t *rcv, pthread_t *cm)
 
 	/* the ring first: it takes time to lock, and a bound socket would
 	 * already be dropping datagrams meanwhile */
-	if (rr_ring_alloc(r))
+	if (rr_ring_alloc(r) || rr_open_input(r) || rr_engine_init(r)) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 		return -1;
-	if (rr_open_input(r))
-		return -1;
-	if (rr_engine_init(r))
-		return -1;
+	}
 	pthread_mutex_init(&pack_lock, NULL);
 	r->pack_lock = &pack_lock;
 	/* one segment: the whole stream is the recording */
