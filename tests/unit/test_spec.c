@@ -95,10 +95,42 @@ static void test_set_aside_order(void **state)
 	recfs_fault_free(f);
 }
 
+/* Item 7: a full chunk verifies when any member's replica of its table
+ * slot matches it; only when none does is it a checksum error. */
+static void test_slot_any_replica(void **state)
+{
+	struct recfs_fault *f = tpack_new(2, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r;
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "r", 3, 4 * CH + 10, &r);
+	const struct recfs_geom g = *recfs_pack_geom(p);
+	recfs_pack_close(p);
+	uint64_t slot0 = g.csum_off + (r.ext_start / CH) * RECFS_SLOT_SIZE;
+	/* chunk 0's replica wrong on member 0, chunk 1's wrong length on member 1 */
+	recfs_fault_image(f, 0)[slot0] ^= 1;
+	recfs_fault_image(f, 1)[slot0 + RECFS_SLOT_SIZE + 8] ^= 1;
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &p), 0);
+	lookup(p, "r", &r);
+	assert_int_equal(tcheck(p, &r, 3, 4 * CH + 10), 0);
+	recfs_pack_close(p);
+	/* both of chunk 0's replicas wrong: a checksum error */
+	recfs_fault_image(f, 1)[slot0] ^= 1;
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &p), 0);
+	lookup(p, "r", &r);
+	assert_int_equal(tcheck(p, &r, 3, 4 * CH + 10), -1);
+	assert_non_null(strstr(recfs_errmsg(), "chunk 0): checksum mismatch"));
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_aside_order),
+		cmocka_unit_test(test_slot_any_replica),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
