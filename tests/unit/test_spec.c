@@ -126,11 +126,42 @@ static void test_slot_any_replica(void **state)
 	recfs_fault_free(f);
 }
 
+/* Item 8: a recording in state 1 is shown at its committed_len; the slots
+ * past it (valid ones, of data written after the last commit) are not
+ * walked by readers, only by fsck's recovery. */
+static void test_open_recording_committed(void **state)
+{
+	struct recfs_fault *f = tpack_new(1, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r, x;
+	uint8_t *buf = malloc(5 * CH);
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "r", 4, 5 * CH, &r);
+	const struct recfs_geom g = *recfs_pack_geom(p);
+	const uint64_t seed = p->pack_seed;
+	recfs_pack_close(p);
+	/* as if cut after writing chunks 2-4 and their slots, before the entry */
+	x = r, x.seq++, x.state = RECFS_STATE_RECORDING, x.committed_len = 2 * CH, x.tail_csum = 0;
+	put_entry(f, 1, &g, seed, &x, NULL);
+	assert_int_equal(tpack_open(f, 1, NULL, 0, &p), 0);
+	lookup(p, "r", &x);
+	assert_int_equal(x.state, RECFS_STATE_RECORDING);
+	assert_int_equal(x.committed_len, 2 * CH);
+	assert_int_equal(recfs_rec_pread(p, &x, buf, 5 * CH, 0, RECFS_READ_VERIFY), 2 * CH);
+	assert_int_equal(tcheck(p, &x, 4, 2 * CH), 0);
+	recfs_pack_close(p);
+	free(buf);
+	recfs_fault_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_aside_order),
 		cmocka_unit_test(test_slot_any_replica),
+		cmocka_unit_test(test_open_recording_committed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
