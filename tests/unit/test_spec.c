@@ -156,12 +156,55 @@ static void test_open_recording_committed(void **state)
 	recfs_fault_free(f);
 }
 
+/* Item 9: a bitmap copy counts only at its own location (copy 1 written
+ * at copy 0's place is ignored) and with seq in 1..2^64-2. */
+static void test_bitmap_copy_location(void **state)
+{
+	struct recfs_fault *f = tpack_new(1, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_pack_info pi;
+	struct recfs_rec r;
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "r", 1, CH, &r);
+	const struct recfs_geom g = *recfs_pack_geom(p);
+	const uint64_t seed = p->pack_seed, seq = p->bmp_seq;
+	recfs_pack_close(p);
+	uint8_t *cp = calloc(1, g.bitmap_copy_size);
+	struct recfs_bitmap_hdr h = {.nbits = g.rows, .dir_hwm = 8};
+	memset(cp + RECFS_BLOCK, 0xff, (g.rows + 7) / 8); /* every row in use */
+	/* a newer generation claiming copy 1, at copy 0's place */
+	h.seq = seq + 11, h.copy = 1;
+	if ((h.seq & 1) == 0)
+		h.seq++;
+	recfs_bitmap_encode(cp, &h, seed);
+	memcpy(recfs_fault_image(f, 0) + g.bitmap_off, cp, g.bitmap_copy_size);
+	/* and 2^64-1 at copy 1's own place */
+	h.seq = UINT64_MAX, h.copy = 1;
+	recfs_bitmap_encode(cp, &h, seed);
+	uint8_t save[RECFS_BLOCK];
+	memcpy(save, recfs_fault_image(f, 0) + g.bitmap_off + g.bitmap_copy_size, sizeof(save));
+	memcpy(recfs_fault_image(f, 0) + g.bitmap_off + g.bitmap_copy_size, cp, g.bitmap_copy_size);
+	assert_int_equal(tpack_open(f, 1, NULL, 0, &p), 0);
+	recfs_pack_info(p, &pi);
+	/* neither counts: no valid copy left (copy 1 was the newest), so the
+	 * bitmap comes from the directory alone */
+	assert_int_not_equal(p->bmp_seq, UINT64_MAX);
+	assert_int_not_equal(p->bmp_seq, h.seq);
+	assert_int_equal(pi.used, g.row_bytes);
+	recfs_pack_close(p);
+	free(cp);
+	recfs_fault_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_aside_order),
 		cmocka_unit_test(test_slot_any_replica),
 		cmocka_unit_test(test_open_recording_committed),
+		cmocka_unit_test(test_bitmap_copy_location),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
