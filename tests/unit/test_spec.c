@@ -198,6 +198,68 @@ static void test_bitmap_copy_location(void **state)
 	recfs_fault_free(f);
 }
 
+static void edit_zero_fields(struct recfs_disk_entry *d)
+{
+	d->flags = htole32(5);
+	d->reserved0 = htole32(0xdeadbeef);
+	memset(d->reserved1, 0xa5, sizeof(d->reserved1));
+	for (unsigned i = 0; i < RECFS_GAPS_MAX; i++)
+		d->gaps[i].reserved = htole16(0x77);
+	d->uid = 0;
+}
+
+static void edit_flags(struct recfs_disk_entry *d)
+{
+	d->flags = htole32(0xffffffff);
+	memset(d->reserved1, 0x5a, sizeof(d->reserved1));
+}
+
+/* Item 10: fields FORMAT.md calls zero (flags, reserved bytes and padding,
+ * unused member_uuids slots) are ignored by readers, and a uid of 0 is
+ * listed like any other. */
+static void test_zero_fields_ignored(void **state)
+{
+	struct recfs_fault *f = tpack_new(2, MSZ, CH, 8);
+	struct recfs_pack *p;
+	struct recfs_rec r, e, x;
+	(void)state;
+
+	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
+	write_rec(p, "r", 5, 2 * CH + 7, &r);
+	write_rec(p, "e", 6, 0, &e);
+	const struct recfs_geom g = *recfs_pack_geom(p);
+	const uint64_t seed = p->pack_seed;
+	recfs_pack_close(p);
+	x = r, x.seq++;
+	put_entry(f, 2, &g, seed, &x, edit_flags);
+	x = e, x.seq++;
+	put_entry(f, 2, &g, seed, &x, edit_zero_fields);
+	/* superblock reserved bytes and an unused member_uuids slot, the same
+	 * on every member; bitmap header reserved bytes */
+	for (unsigned m = 0; m < 2; m++) {
+		uint8_t *sb = recfs_fault_image(f, m);
+		for (unsigned k = 0; k < 2; k++) {
+			uint8_t *b = sb + (k ? g.backup_off : 0);
+			b[224] = 1, b[1280] = 2, b[4087] = 3, b[256 + 16 * 63] = 4;
+			uint64_t c = XXH3_64bits(b, 4088);
+			for (unsigned i = 0; i < 8; i++)
+				b[4088 + i] = (uint8_t)(c >> (8 * i));
+		}
+	}
+	assert_int_equal(tpack_open(f, 2, NULL, 0, &p), 0);
+	lookup(p, "r", &x);
+	assert_int_equal(tcheck(p, &x, 5, 2 * CH + 7), 0);
+	lookup(p, "e", &x);
+	assert_int_equal(x.uid, 0);
+	uint32_t i = 0;
+	unsigned n = 0;
+	while (recfs_rec_next(p, &i, &x) == 0)
+		n++, i++;
+	assert_int_equal(n, 2);
+	recfs_pack_close(p);
+	recfs_fault_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +267,7 @@ int main(void)
 		cmocka_unit_test(test_slot_any_replica),
 		cmocka_unit_test(test_open_recording_committed),
 		cmocka_unit_test(test_bitmap_copy_location),
+		cmocka_unit_test(test_zero_fields_ignored),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
