@@ -260,6 +260,37 @@ static void test_zero_fields_ignored(void **state)
 	recfs_fault_free(f);
 }
 
+/* Item 11: the 33rd gap merges the adjacent pair, in the order stored,
+ * with the smallest distance; of equally close pairs the first; the merged
+ * gap keeps the lower offset, thread 65535 if they differ. */
+static void test_gap_merge_rule(void **state)
+{
+	struct recfs_loss l = {0};
+	(void)state;
+
+	/* equally spaced: the first pair merges */
+	for (unsigned i = 0; i <= RECFS_GAPS_MAX; i++)
+		recfs_loss_add_gap(&l, 1000ull * i, 1, (uint16_t)(i & 1));
+	assert_int_equal(l.gap_count, RECFS_GAPS_MAX);
+	assert_int_equal(l.gaps[0].offset, 0);
+	assert_int_equal(l.gaps[0].frames, 2);
+	assert_int_equal(l.gaps[0].thread, 65535);
+	assert_int_equal(l.gaps[1].offset, 2000);
+	/* stored out of offset order (a resynchronised thread's gap is found
+	 * late): only neighbours in the stored order merge.  Gap 10 at offset 5
+	 * is 5 bytes from gap 0, but not its neighbour in the list */
+	memset(&l, 0, sizeof(l));
+	for (unsigned i = 0; i <= RECFS_GAPS_MAX; i++)
+		recfs_loss_add_gap(&l, i == 10 ? 5 : 100000ull * i, 1, 3);
+	assert_int_equal(l.gap_count, RECFS_GAPS_MAX);
+	assert_int_equal(l.gaps[0].offset, 0);
+	assert_int_equal(l.gaps[0].frames, 2);
+	assert_int_equal(l.gaps[0].thread, 3);
+	assert_int_equal(l.gaps[1].offset, 200000);
+	assert_int_equal(l.gaps[9].offset, 5);
+	assert_int_equal(l.gaps[9].frames, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_open_recording_committed),
 		cmocka_unit_test(test_bitmap_copy_location),
 		cmocka_unit_test(test_zero_fields_ignored),
+		cmocka_unit_test(test_gap_merge_rule),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
