@@ -843,8 +843,13 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 		unsigned i = ord[o];
 		unsigned idx = sbs[i].member_index;
 		if (p->m[idx].dev) {
-			err = recfs_seterr(-EINVAL, "%s and %s are both member %u of the pack",
-					   p->m[idx].dev->path, devs[i]->path, idx);
+			const char *a = p->m[idx].dev->path, *b = devs[i]->path;
+			if (strcmp(a, b) > 0) { /* named the same in any order */
+				const char *t = a;
+				a = b;
+				b = t;
+			}
+			err = recfs_seterr(-EINVAL, "%s and %s are both member %u of the pack", a, b, idx);
 			goto out_close_devs;
 		}
 		if (devs[i]->size < p->sb.member_size) {
