@@ -38,6 +38,10 @@ int recfs_super_decode(const void *blk, struct recfs_super *s);
 void recfs_super_encode(const struct recfs_super *s, void *blk);
 /* Fields consistent with each other and with recfs_geom_compute. */
 int recfs_super_check_geom(const struct recfs_super *s);
+/* The first field (by name) in which two members' superblocks disagree where
+ * FORMAT.md 3 says they must agree (all but member_index and member_uuid),
+ * or NULL. */
+const char *recfs_super_diff(const struct recfs_super *a, const struct recfs_super *b);
 void recfs_super_to_geom(const struct recfs_super *s, struct recfs_geom *g);
 /* The layout fields of s from g (the inverse). */
 void recfs_super_set_geom(struct recfs_super *s, const struct recfs_geom *g);

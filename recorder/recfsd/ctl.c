@@ -261,7 +261,9 @@ static int rd_scan_check(struct rd *d, struct rd_out *o)
 		double secs = rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0;
 		char t[48];
 		rd_vsi_time(rec.start_ns, t, sizeof(t));
-		rd_field(o, "%s", rec.input.format == RECFS_FMT_VDIF ? "vdif" : "raw");
+		rd_field(o, "%s", rec.input.format == RECFS_FMT_VDIF  ? "vdif"
+				  : rec.input.format == RECFS_FMT_RAW ? "raw"
+								      : "unknown");
 		rd_field(o, "%u", rec.input.frame_size);
 		rd_field(o, "%s", t);
 		rd_field(o, "%.4fs", secs);
