@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "recfs/check.h"
 #include "recfsd.h"
 #include "common/sdnotify.h"
 
@@ -427,6 +428,12 @@ static int rd_parse_split(struct rd *d, const char *arg)
 	return err;
 }
 
+/* the crash recovery's lines (the checker's, as fsck.recfs -p prints them) */
+static void rd_recover_line(void *ctx, const char *line)
+{
+	fprintf(stderr, PROG ": recovery: %s\n", line);
+}
+
 static volatile sig_atomic_t rd_stop_sig;
 static void rd_on_signal(int sig)
 {
@@ -569,6 +576,18 @@ int main(int argc, char **argv)
 			goto out_close_pack;
 		}
 	}
+
+	/* scans a crash left unsealed hold their extents: seal them at their
+	 * durable end, as fsck.recfs -p does, before any scan allocates */
+	struct recfs_check_stats cst;
+	if (recfs_pack_recover(d->p, rd_recover_line, NULL, &cst)) {
+		fprintf(stderr, PROG ": %s: %s\n", d->pack_spec, recfs_errmsg());
+		goto out_close_pack;
+	}
+	if (cst.recovered)
+		fprintf(stderr, PROG ": recovered %u crashed recording%s (%llu bytes, %llu lost)\n", cst.recovered,
+			cst.recovered == 1 ? "" : "s", (unsigned long long)cst.recovered_bytes,
+			(unsigned long long)cst.lost_bytes);
 
 	/* each stream: its engine, its ring (locked now: it takes time); each
 	 * input its socket, bound; nothing is received before all are ready */
