@@ -173,7 +173,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
 		rd_rec_name(d, name, i, rn, sizeof(rn));
-		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, &seg);
+		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, d->t_stmt_ns, &seg);
 		rr_kick(d->st[i].r->data_efd);
 	}
 	/* every stream posted: now wake receivers waiting between scans, so

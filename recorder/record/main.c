@@ -306,7 +306,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&pack_lock, NULL);
 	r->pack_lock = &pack_lock;
 	/* one segment: the whole stream is the recording */
-	rr_seg_post(r, r->name, r->size_limit, 0, NULL);
+	rr_seg_post(r, r->name, r->size_limit, 0, 0, NULL);
 
 	struct sigaction sa = { .sa_handler = rr_on_signal };
 	sigemptyset(&sa.sa_mask);
