@@ -32,16 +32,18 @@ int recfs_pack_recover(struct recfs_pack *p, void (*out)(void *ctx, const char *
 	int status = recfs_check(devs, n, &o, st);
 	/* the checker wrote through its own view: re-read what it left */
 	int err = recfs_pack_reload(p);
-	if (status & ~RECFS_FSCK_CORRECTED)
-		return recfs_seterr(-EUCLEAN,
-				    "crashed recordings not recovered: the pack needs more than fsck.recfs -p "
-				    "repairs (exit status %d): run fsck.recfs",
-				    status);
 	if (err)
 		return err;
+	/* preen stopped at a problem it may not repair (it repairs nothing
+	 * after that), or the check could not run: the crashed recordings
+	 * are left as they are */
 	for (uint32_t i = 0; i < p->dir_hwm; i++)
 		if (p->ent[i] && p->ent[i]->state == RECFS_STATE_RECORDING)
-			return recfs_seterr(-EUCLEAN, "recording '%s' is still unsealed after recovery: run fsck.recfs",
-					    p->ent[i]->name);
+			return recfs_seterr(-EUCLEAN,
+					    "crashed recording '%s' not recovered: the pack needs more than "
+					    "fsck.recfs -p repairs (exit status %d): run fsck.recfs",
+					    p->ent[i]->name, status);
+	if (status & (RECFS_FSCK_ERROR | RECFS_FSCK_CANCELLED))
+		return recfs_seterr(-EIO, "crash recovery failed (fsck exit status %d): run fsck.recfs", status);
 	return 0;
 }

@@ -588,6 +588,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": recovered %u crashed recording%s (%llu bytes, %llu lost)\n", cst.recovered,
 			cst.recovered == 1 ? "" : "s", (unsigned long long)cst.recovered_bytes,
 			(unsigned long long)cst.lost_bytes);
+	if (cst.unfixed)
+		fprintf(stderr, PROG ": %u problem%s left that fsck.recfs -p does not repair: see fsck.recfs -n\n",
+			cst.unfixed, cst.unfixed == 1 ? "" : "s");
 
 	/* each stream: its engine, its ring (locked now: it takes time); each
 	 * input its socket, bound; nothing is received before all are ready */

@@ -29,13 +29,16 @@ kill "$ppid"
 wait "$ppid" 2>/dev/null
 check "left in state recording" grep -Eq '^crash +[0-9]+ +recording' <<<"$(recfs ls -l "$PACK")"
 
-# what fsck.recfs -y makes of the same members, on a copy
-CPACK=""
+# what fsck.recfs -y makes of the same members, on a copy; a second copy
+# whose first chunk has lost its checksum on every member
+CPACK="" DPACK=""
 for m in $MEMBERS; do
 	cp --sparse=always "$m" "$m.copy"
+	cp --sparse=always "$m" "$m.bad"
 	CPACK="$CPACK,$m.copy"
+	DPACK="$DPACK,$m.bad"
 done
-CPACK=${CPACK#,}
+CPACK=${CPACK#,} DPACK=${DPACK#,}
 run fsck.recfs -y "$CPACK"
 check "fsck -y seals the copy (exit $RC)" test "$RC" = 1
 flen=$(recfs ls -l "$CPACK" | awk '$1=="crash"{print $2}')
@@ -59,4 +62,24 @@ run recfs-play --check counter "$PACK" crash
 check "the recovered scan is counter blocks ($OUT)" grep -q "'crash': $flen bytes, sealed, counter pattern: 0 bad bytes" <<<"$OUT"
 cmp -s <(recfs cat "$PACK" crash) <(recfs cat "$CPACK" crash)
 check "byte for byte what fsck recovered" test $? = 0
+
+# a crashed scan whose first chunk lost its checksum on every member
+# (PR_SLOT_BAD, which no fsck repairs): sealed all the same, and recfsd
+# says what is left for fsck.recfs
+for m in ${DPACK//,/ }; do
+	csum_off=$(python3 -c 'import struct,sys; print(struct.unpack_from("<Q", open(sys.argv[1],"rb").read(4096), 128)[0])' "$m")
+	printf '\xff%.0s' $(seq 16) | dd of="$m" bs=1 seek="$csum_off" conv=notrunc status=none
+done
+check "recfsd starts on it" start_recfsd -i "udp:127.0.0.1:$port" --buffer 16M "$DPACK"
+check "the checker's line names the bad slot" grep -q "PR_SLOT_BAD: recording 'crash': chunk 0" "$RD_LOG"
+check "the scan is recovered" grep -q "recovered 1 crashed recording" "$RD_LOG"
+check "the problem left is named ($(tail -1 "$RD_LOG"))" grep -q "1 problem left that fsck.recfs -p does not repair: see fsck.recfs -n" "$RD_LOG"
+expect_reply "record=on" "record=on:after2" '!record = 0 ;'
+check "a scan records" recfs-play -q --gen counter --size $((8192 * 50)) --rate 50M --udp "127.0.0.1:$port"
+check "recfsd took it" wait_drained "$port"
+expect_reply "record=off" "record=off" '!record = 0 ;'
+stop_recfsd
+check "recfsd stopped cleanly" test "$RD_RC" = 0
+dlen=$(recfs ls -l "$DPACK" | awk '$1=="crash" && $3=="sealed"{print $2}')
+check "sealed at the same end (${dlen:-unsealed} = $flen)" test "${dlen:-x}" = "$flen"
 finish
