@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * recfsd's /metrics: what an operator's dashboard shows, read from the
- * engines' counters at each scrape (metrics.c serves it).  Names follow
+ * engines' counters at each scrape (prom.c serves it).  Names follow
  * Prometheus' conventions: recfsd_ prefix, base units (bytes, seconds),
  * counters end in _total.  Labels: input (its --input label), stream (the
  * recording suffix, "" for a single stream), member (index), path.

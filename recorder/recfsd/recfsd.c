@@ -10,7 +10,7 @@
  * receiver opens a segment at the first batch after record=on and closes it
  * after the last whole datagram before record=off; what arrives between
  * scans is counted as idle and discarded.  The control plane (vsis.c) and
- * the metrics endpoint (metrics.c) run in threads of their own and only
+ * the metrics endpoint (prom.c, on libmicrohttpd) run in threads of their own and only
  * post requests and read counters: a client can never stall a recording.
  */
 #include <errno.h>
