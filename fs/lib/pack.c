@@ -587,7 +587,7 @@ int recfs_pack_reload(struct recfs_pack *p)
 	p->hash = n.hash;
 	p->bad_entries = n.bad_entries;
 	p->dup_uids = n.dup_uids;
-	return 0;
+	return recfs__space_rebuild(p); /* allocated at open: cannot fail */
 }
 
 /* ---------------------------------------------------------------- assembly */
@@ -649,6 +649,7 @@ static void pack_free(struct recfs_pack *p)
 	free(p->seq);
 	free(p->hash);
 	free(p->bits);
+	free(p->space);
 	free(p);
 }
 
@@ -909,6 +910,8 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 		goto out_close_devs;
 	}
 	err = meta_load(p);
+	if (!err)
+		err = recfs__space_rebuild(p);
 	if (err)
 		goto out_close_devs;
 	for (unsigned i = 0; i < n; i++)
@@ -1015,44 +1018,6 @@ const struct recfs_geom *recfs_pack_geom(const struct recfs_pack *p)
 struct recfs_dev *recfs_pack_dev(struct recfs_pack *p, unsigned i)
 {
 	return i < p->g.members ? p->m[i].dev : NULL;
-}
-
-/* free runs of rows: the largest, and the total */
-void recfs__space(const struct recfs_pack *p, uint64_t *free_rows, uint64_t *largest_start,
-		  uint64_t *largest_rows)
-{
-	uint64_t fr = 0, ls = 0, lr = 0, run = 0, start = 0;
-
-	for (uint64_t r = 0; r < p->g.rows; r++) {
-		if ((r & 7) == 0 && r + 8 <= p->g.rows && p->bits[r >> 3] == 0xff) {
-			if (run > lr) {
-				lr = run;
-				ls = start;
-			}
-			run = 0;
-			r += 7;
-			continue;
-		}
-		if (recfs_bit_test(p->bits, r)) {
-			if (run > lr) {
-				lr = run;
-				ls = start;
-			}
-			run = 0;
-		} else {
-			if (run == 0)
-				start = r;
-			run++;
-			fr++;
-		}
-	}
-	if (run > lr) {
-		lr = run;
-		ls = start;
-	}
-	*free_rows = fr;
-	*largest_start = ls;
-	*largest_rows = lr;
 }
 
 int recfs_pack_info(struct recfs_pack *p, struct recfs_pack_info *info)

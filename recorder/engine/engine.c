@@ -89,7 +89,8 @@ void rr_release(struct rr *r)
 	r->csums = NULL;
 }
 
-int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix, uint64_t *id)
+int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix,
+		uint64_t t_asked_ns, uint64_t *id)
 {
 	uint64_t n = atomic_load_explicit(&r->seg_posted, memory_order_relaxed);
 	/* the slot is free once the writer finished the segment RR_SEGQ back */
@@ -100,7 +101,7 @@ int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t sta
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->size_limit = size_limit;
 	s->start_unix = start_unix;
-	s->t_post_ns = rr_mono_ns();
+	s->t_post_ns = t_asked_ns ? t_asked_ns : rr_mono_ns();
 	atomic_store(&s->limit, size_limit ? size_limit : UINT64_MAX);
 	atomic_store(&s->end, UINT64_MAX);
 	atomic_store(&s->state, RR_SEG_QUEUED);

@@ -467,7 +467,9 @@ int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *con
 	struct rd_out o = { out, outlen, 0 };
 	int rc;
 	out[0] = 0;
+	uint64_t t_arrived = rr_mono_ns(); /* before waiting for the lock */
 	pthread_mutex_lock(&d->lock);
+	d->t_stmt_ns = t_arrived;
 	if (!strcasecmp(kw, "record"))
 		rc = rd_record(d, query, np, p, &o);
 	else if (!strcasecmp(kw, "scan_set"))

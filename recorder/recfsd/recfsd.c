@@ -10,7 +10,7 @@
  * receiver opens a segment at the first batch after record=on and closes it
  * after the last whole datagram before record=off; what arrives between
  * scans is counted as idle and discarded.  The control plane (vsis.c) and
- * the metrics endpoint (metrics.c) run in threads of their own and only
+ * the metrics endpoint (prom.c, on libmicrohttpd) run in threads of their own and only
  * post requests and read counters: a client can never stall a recording.
  */
 #include <errno.h>
@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "recfs/check.h"
 #include "recfsd.h"
 #include "common/opts.h"
 #include "common/sdnotify.h"
@@ -172,7 +173,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
 		rd_rec_name(d, name, i, rn, sizeof(rn));
-		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, &seg);
+		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, d->t_stmt_ns, &seg);
 		rr_kick(d->st[i].r->data_efd);
 	}
 	/* every stream posted: now wake receivers waiting between scans, so
@@ -427,6 +428,12 @@ static int rd_parse_split(struct rd *d, const char *arg)
 	return err;
 }
 
+/* the crash recovery's lines (the checker's, as fsck.recfs -p prints them) */
+static void rd_recover_line(void *ctx, const char *line)
+{
+	fprintf(stderr, PROG ": recovery: %s\n", line);
+}
+
 static volatile sig_atomic_t rd_stop_sig;
 static void rd_on_signal(int sig)
 {
@@ -536,6 +543,21 @@ int main(int argc, char **argv)
 			goto out_close_pack;
 		}
 	}
+
+	/* scans a crash left unsealed hold their extents: seal them at their
+	 * durable end, as fsck.recfs -p does, before any scan allocates */
+	struct recfs_check_stats cst;
+	if (recfs_pack_recover(d->p, rd_recover_line, NULL, &cst)) {
+		fprintf(stderr, PROG ": %s: %s\n", d->pack_spec, recfs_errmsg());
+		goto out_close_pack;
+	}
+	if (cst.recovered)
+		fprintf(stderr, PROG ": recovered %u crashed recording%s (%llu bytes, %llu lost)\n", cst.recovered,
+			cst.recovered == 1 ? "" : "s", (unsigned long long)cst.recovered_bytes,
+			(unsigned long long)cst.lost_bytes);
+	if (cst.unfixed)
+		fprintf(stderr, PROG ": %u problem%s left that fsck.recfs -p does not repair: see fsck.recfs -n\n",
+			cst.unfixed, cst.unfixed == 1 ? "" : "s");
 
 	/* each stream: its engine, its ring (locked now: it takes time); each
 	 * input its socket, bound; nothing is received before all are ready */

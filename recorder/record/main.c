@@ -290,7 +290,7 @@ static int start(struct rr *r, pthread_t *rcv, pthread_t *cm)
 	pthread_mutex_init(&pack_lock, NULL);
 	r->pack_lock = &pack_lock;
 	/* one segment: the whole stream is the recording */
-	rr_seg_post(r, r->name, r->size_limit, 0, NULL);
+	rr_seg_post(r, r->name, r->size_limit, 0, 0, NULL);
 
 	struct sigaction sa = { .sa_handler = rr_on_signal };
 	sigemptyset(&sa.sa_mask);
