@@ -37,7 +37,7 @@ $(eval $(call pkgconf,CMOCKA_LIBS,--libs cmocka,-lcmocka))
 THREAD_LIBS := -lpthread
 
 LIBRECFS := $(BUILD)/lib/librecfs.a
-LIB_SRCS := $(wildcard fs/lib/*.c)
+LIB_SRCS := $(wildcard fs/lib/*.c fs/lib/check/*.c)
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
 LIB_HDRS := $(wildcard fs/include/recfs/*.h) $(wildcard fs/lib/*.h)
 

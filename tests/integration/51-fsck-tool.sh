@@ -100,7 +100,9 @@ if command -v script >/dev/null; then
 fi
 
 # the man page documents every problem code
-for code in $(grep -o '"PR_[A-Z_]*"' "$ROOT/fs/lib/problem.c" | tr -d '"' | sort -u); do
+codes=$(grep -o '"PR_[A-Z_]*"' "$ROOT/fs/lib/check/problem.c" | tr -d '"' | sort -u)
+check "the problem table has codes ($(wc -w <<<"$codes"))" test "$(wc -w <<<"$codes")" -ge 30
+for code in $codes; do
 	grep -q "^.B $code (" "$ROOT/man/fsck.recfs.8" || fail "man page lacks $code"
 done
 pass "man page lists every problem code"

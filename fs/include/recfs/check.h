@@ -5,7 +5,7 @@
  * backend, in any order), not on an assembled pack, so that it can look at
  * packs the library would refuse to open.
  *
- * Every problem it reports has a stable code from one table (problem.c),
+ * Every problem it reports has a stable code from one table (fs/lib/check/problem.c),
  * so that the output of a run is stable across versions and can be diffed.
  */
 #ifndef RECFS_CHECK_H
