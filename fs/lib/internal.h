@@ -134,6 +134,10 @@ int recfs_none_writable(struct recfs_pack *p);
 int64_t recfs__hash_find(const struct recfs_pack *p, const char *name);
 void recfs__hash_remove(struct recfs_pack *p, const char *name);
 int recfs__hash_add(struct recfs_pack *p, uint32_t index);
+/* pack.c, for assembly and mkfs: the directory and bitmap in memory */
+void recfs__dir_clear(struct recfs_pack *p);
+size_t recfs__bits_bytes(const struct recfs_pack *p);
+int recfs__meta_load(struct recfs_pack *p);
 /* name is a set-aside entry sharing its uid with another: -EUCLEAN naming
  * both; else 0 */
 int recfs__dup_uid_err(const struct recfs_pack *p, const char *name);
