@@ -254,6 +254,8 @@ static void rcv_seg_close(struct rr *r, uint64_t *filled, enum rr_stop why, bool
 	rr_kick(r->data_efd);
 }
 
+static void rcv_flush_run(struct rr *r, struct rr_seg *s, uint64_t *filled, struct rr_vdif_track *vt);
+
 /* recfsd, between two batches: close the open segment when record=off
  * asked for it or a later one is posted, open the next one posted.  The open segment, or NULL
  * between scans. */
@@ -265,6 +267,7 @@ static struct rr_seg *rcv_seg(struct rr *r, uint64_t *filled, struct rr_vdif_tra
 	 * switch closes one and opens the next between the same two batches */
 	if (open && (atomic_load_explicit(&r->seg_off, memory_order_acquire) > n ||
 		     atomic_load_explicit(&r->seg_posted, memory_order_acquire) > n + 1)) {
+		rcv_flush_run(r, rr_seg_at(r, n), filled, vt);
 		rcv_seg_close(r, filled, RR_STOP_NONE, true);
 		n++;
 		open = false;
@@ -368,6 +371,37 @@ static int rcv_learn_idle(struct rr *r, const uint8_t *d, uint64_t len, uint8_t 
 	return rcv_set_size(r, r->run_q, tmp);
 }
 
+/* The scan's first n datagrams of len bytes are in the ring at *filled
+ * (the first arrived at t): recorded, up to budget bytes (not published). */
+static void rcv_record_first(struct rr *r, struct rr_seg *s, uint64_t *filled, uint64_t budget, uint64_t n,
+			     uint64_t len, struct rr_vdif_track *vt, uint64_t t)
+{
+	uint64_t old = *filled;
+	s->frame_size = (uint32_t)len;
+	for (uint64_t i = 0; r->fmt_vdif && i < n; i++) {
+		uint8_t hdr[32] = { 0 };
+		rr_ring_read(r, old + i * len, hdr, len < sizeof(hdr) ? len : sizeof(hdr));
+		rr_vdif_frame(vt, hdr, (uint32_t)len, old + i * len - s->base);
+	}
+	*filled = old + (n * len < budget ? n * len : budget);
+	atomic_fetch_add_explicit(&r->tot_bytes, *filled - old, memory_order_relaxed);
+	rcv_first(r, s, t);
+}
+
+/* recfsd, a scan about to close with nothing recorded and no size learned
+ * yet: the run it holds (shorter than RR_LEARN_RUN) is all it received of
+ * one size, and is recorded; the size stays unlearned. */
+static void rcv_flush_run(struct rr *r, struct rr_seg *s, uint64_t *filled, struct rr_vdif_track *vt)
+{
+	if (!r->daemon || !r->run_staged || r->packet_size || *filled != s->base)
+		return;
+	uint64_t old = *filled;
+	rcv_record_first(r, s, filled, atomic_load(&s->limit), r->run_staged, r->run_q, vt, r->run_t0);
+	r->run_staged = 0;
+	rcv_seg_counts(r, s);
+	rcv_publish(r, old, *filled);
+}
+
 /* recfsd, a scan that has recorded nothing yet and a size learned, not
  * given: one datagram, len bytes after --strip at d.  One of the size
  * learned is the scan's first.  One of a run of another size waits in the
@@ -410,15 +444,7 @@ static int rcv_scan_first(struct rr *r, struct rr_seg *s, uint64_t *filled, uint
 		if (rcv_set_size(r, (uint32_t)len, tmp))
 			return -1;
 	}
-	s->frame_size = (uint32_t)len;
-	for (uint64_t i = 0; r->fmt_vdif && i < n; i++) {
-		uint8_t hdr[32] = { 0 };
-		rr_ring_read(r, old + i * len, hdr, len < sizeof(hdr) ? len : sizeof(hdr));
-		rr_vdif_frame(vt, hdr, (uint32_t)len, old + i * len - s->base);
-	}
-	*filled = old + (n * len < budget ? n * len : budget);
-	atomic_fetch_add_explicit(&r->tot_bytes, *filled - old, memory_order_relaxed);
-	rcv_first(r, s, t);
+	rcv_record_first(r, s, filled, budget, n, len, vt, t);
 	return 0;
 }
 
@@ -760,8 +786,10 @@ static void rcv_udp(struct rr *r)
 out_free:
 	/* stopped by a signal, --duration, an error: drops until now; at the
 	 * limit they were read right after the last datagram */
-	if (atomic_load_explicit(&r->seg_open, memory_order_relaxed))
+	if (atomic_load_explicit(&r->seg_open, memory_order_relaxed)) {
+		rcv_flush_run(r, rr_seg_at(r, atomic_load(&r->seg_rcv)), &filled, &vt);
 		rcv_seg_close(r, &filled, (enum rr_stop)atomic_load(&r->stop), !at_limit);
+	}
 	rr_vdif_track_free(&vt);
 	free(scratch);
 	free(tmp);
@@ -907,8 +935,10 @@ static void rcv_split(struct rr_split *sp)
 out_free:
 	for (unsigned l = 0; l < nl; l++) {
 		struct rr *r = sp->lane[l];
-		if (atomic_load_explicit(&r->seg_open, memory_order_relaxed))
+		if (atomic_load_explicit(&r->seg_open, memory_order_relaxed)) {
+			rcv_flush_run(r, rr_seg_at(r, atomic_load(&r->seg_rcv)), &filled[l], &vt[l]);
 			rcv_seg_close(r, &filled[l], (enum rr_stop)atomic_load(&r0->stop), false);
+		}
 		rr_vdif_track_free(&vt[l]);
 	}
 	free(scratch);

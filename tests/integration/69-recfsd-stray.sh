@@ -29,9 +29,12 @@ elif kind == "vdif":
     F = 1032
     for fn in range(n):
         body = bytes((fn * 7 + k) % 251 for k in range(16)) * (F // 16)
-        fr = struct.pack("<IIII", sec, fn, F // 8, 1 << 26) + body[:F - 16]
-        dgs.append(struct.pack("<Q", fn) + fr if args[2:] == ["udps"] else fr)
+        th = int(args[3]) if len(args) > 3 else 0
+        fr = struct.pack("<IIII", sec, fn, F // 8, 1 << 26 | th << 16) + body[:F - 16]
+        dgs.append(struct.pack("<Q", fn) + fr if args[2:3] == ["udps"] else fr)
         rec += fr
+elif kind == "startup":  # a VDIF frame of its own length, 64 bytes, thread 0
+    dgs = [struct.pack("<IIII", 1, 0, 64 // 8, 1 << 26) + bytes(48)]
 elif kind == "raw":
     seed, n = int(args[0]), int(args[1])
     for i in range(n):
@@ -135,6 +138,26 @@ import json, sys
 r = {x["name"]: x for x in json.load(open(sys.argv[1]))}
 for n in ("r1_x", "r1_y"):
     assert r[n]["packets"] == 201 and r[n]["wrong_size"] == 1, r[n]' "$T_DIR/ls.json"
+
+# --- --split: a sender's start-up frame (a VDIF frame of its own length,
+# 64 bytes) first in a scan does not decide thread 0's frame size
+ps=$(free_port)
+check "recfsd --split ready" start_recfsd -F vdif --split vdif-thread:0-1 -i "udp:127.0.0.1:$ps" --buffer 16M "$PACK"
+expect_reply "record=on:sp" "record=on:sp" '!record = 0 ;'
+send "$ps" startup "$T_DIR/x"
+send "$ps" vdif 400 100 - 0 "$T_DIR/sp_t0.want"
+send "$ps" vdif 400 100 - 1 "$T_DIR/sp_t1.want"
+check "sp: the scan's datagrams are taken" wait_drained "$ps"
+expect_reply "record=off" "record=off" '!record = 0 ;'
+got=$(scan_checked)
+check "sp: both threads vdif 1032, 103200 bytes ($got)" \
+	grep -Eqx '!scan_check \? 0 : 1 : sp_t0 : vdif : 1032 : [^:]+ : [^:]+ : [^:]+ : 0 : 103200 : 1 : sp_t1 : vdif : 1032 : [^:]+ : [^:]+ : [^:]+ : 0 : 103200 ;' <<<"$got"
+for n in sp_t0 sp_t1; do
+	recfs cat "$PACK" "$n" >"$T_DIR/$n.got" 2>"$T_DIR/cat.err"
+	check "$n holds its thread's stream exactly" cmp "$T_DIR/$n.got" "$T_DIR/$n.want"
+done
+stop_recfsd
+check "recfsd --split exits 0" test "$RD_RC" = 0
 
 # --- recfs-record -F vdif keeps its one shot, but a probe does not teach it
 pr=$(free_port)
