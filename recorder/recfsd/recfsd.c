@@ -297,7 +297,7 @@ static void usage(FILE *f)
 		"  -F, --format FMT        raw (default) or vdif: check VDIF frames, keep a loss map\n"
 		"      --split vdif-thread:THREADS  one recording per VDIF thread (SCAN_tN),\n"
 		"                          THREADS a list such as 0-3 or 0,2\n"
-		"  -P, --packet-size N     UDP payload bytes after --strip (default: the first's)\n"
+		"  -P, --packet-size N     UDP payload bytes after --strip (default: learned, 8 in a row)\n"
 		"  -S, --strip N           drop an N-byte prefix from every datagram\n"
 		"      --rcvbuf SIZE       socket receive buffer (default 64M)\n"
 		"      --cpu LIST          pin the receivers: one CPU per input, comma-separated\n"
