@@ -115,3 +115,23 @@ void rr_seg_close(struct rr *r)
 {
 	atomic_store_explicit(&r->seg_off, atomic_load(&r->seg_posted), memory_order_release);
 }
+
+bool rr_seg_blind(const struct rr *r, const struct rr_seg *s, char *msg, size_t len)
+{
+	uint64_t rx = atomic_load_explicit(&s->rx, memory_order_relaxed);
+	uint64_t wrong = atomic_load_explicit(&s->wrong, memory_order_relaxed);
+	if (!rr_blind(rx, wrong))
+		return false;
+	if (msg) {
+		uint32_t got = atomic_load_explicit(&s->wrong_len, memory_order_relaxed);
+		uint32_t want = atomic_load_explicit(&s->want_len, memory_order_relaxed);
+		char w[64];
+		if (want)
+			snprintf(w, sizeof(w), "not %u", want);
+		else
+			snprintf(w, sizeof(w), "and no %s learned yet", r->fmt_vdif ? "VDIF frame size" : "size");
+		snprintf(msg, len, "scan '%s' recorded %snothing, %llu of %llu datagrams were the wrong size (%u bytes, %s)",
+			 s->name, wrong < rx ? "almost " : "", (unsigned long long)wrong, (unsigned long long)rx, got, w);
+	}
+	return true;
+}

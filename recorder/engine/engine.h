@@ -95,6 +95,14 @@ struct rr_seg {
 	uint64_t t_close_wall_ns;     /* the recording's end time */
 	uint64_t t_post_ns;           /* asked for (record=on arrived) */
 	bool first_seen;              /* receiver: its first datagram arrived */
+	uint32_t frame_size;          /* receiver, UDP: the datagram size its first
+				       * byte came in (stored at create) */
+	/* receiver, UDP, read by recfsd's status? and metrics at any time
+	 * (relaxed, one writer): datagrams received while it was open, those
+	 * of the wrong size, the last wrong one's size and the size wanted
+	 * then (both with --strip; want 0: none learned yet) */
+	_Atomic uint64_t rx, wrong;
+	_Atomic uint32_t wrong_len, want_len;
 	/* writer, then read under seg_lock */
 	_Atomic int state;            /* enum rr_seg_state */
 	uint64_t len;                 /* sealed length */
@@ -145,6 +153,7 @@ struct rr {
 	_Atomic uint64_t tot_ring_dropped, tot_kernel_dropped, tot_wrong_size, tot_frames_lost;
 	_Atomic uint64_t tot_written;
 	_Atomic uint64_t tot_other;      /* --split: datagrams of no lane's thread */
+	_Atomic uint64_t tot_blind;      /* scans closed blind (rr_blind) */
 	_Atomic uint64_t start_latency_ns; /* last segment: asked for to first datagram */
 
 	/* pack */
@@ -172,6 +181,13 @@ struct rr {
 	struct recfs_loss loss;
 	uint64_t ring_dropped, kernel_dropped; /* loss.dropped is their sum */
 	uint32_t ovfl_last;              /* the socket's last drop count */
+	/* recfsd learns the datagram size from runs (input.c): run_n
+	 * datagrams in a row of size run_q, other than packet_size; run_staged
+	 * of them wait in the ring past filled (a scan that has recorded
+	 * nothing yet), since run_t0; last_wrong: the last wrong size */
+	bool size_given;                 /* --packet-size: never relearned */
+	uint32_t run_q, run_n, run_staged, last_wrong;
+	uint64_t run_t0;
 	uint64_t coalesce_ns;            /* sleep after a thin batch (0: never) */
 	pthread_mutex_t loss_lock;
 	struct recfs_loss loss_pub;
@@ -258,6 +274,18 @@ static inline uint64_t rr_seg_bytes(struct rr *r, struct rr_seg *s, bool *ended)
 	return f > s->base ? f - s->base : 0;
 }
 
+/*
+ * recfsd's datagram size is what RR_LEARN_RUN datagrams in a row agree on,
+ * learned between scans or before a scan's first byte (input.c).  A scan
+ * is blind when it received datagrams and recorded (almost) none: at least
+ * RR_LEARN_RUN of the wrong size, and 9 in 10 of all it received.
+ */
+#define RR_LEARN_RUN 8
+static inline bool rr_blind(uint64_t rx, uint64_t wrong)
+{
+	return wrong >= RR_LEARN_RUN && wrong * 10 >= rx * 9;
+}
+
 /* ring.c */
 uint64_t rr_mem_available(void);
 int rr_ring_alloc(struct rr *r);
@@ -330,6 +358,9 @@ void rr_release(struct rr *r);
 int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix,
 		uint64_t t_asked_ns, uint64_t *id);
 void rr_seg_close(struct rr *r);       /* close every posted segment */
+/* Is segment s blind (rr_blind), so far or at its close?  Why in msg
+ * (when not NULL). */
+bool rr_seg_blind(const struct rr *r, const struct rr_seg *s, char *msg, size_t len);
 
 /* report.c */
 int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why, const struct rusage *ru);

@@ -167,14 +167,16 @@ static struct rr_seg *rcv_seg_open(struct rr *r, uint64_t filled, struct rr_vdif
 	r->loss_pub_seg = n;
 	pthread_mutex_unlock(&r->loss_lock);
 	if (vt && vt->th) {
-		uint32_t fs = vt->frame_size;
+		/* its frame size is its first datagram's, not the input's
+		 * first ever (the size may be learned anew between scans) */
 		rr_vdif_track_free(vt);
-		if (rr_vdif_track_init(vt, fs, &r->loss)) {
+		if (rr_vdif_track_init(vt, 0, &r->loss)) {
 			snprintf(r->in_err, sizeof(r->in_err), "out of memory");
 			rr_set_stop(r, RR_STOP_INPUT);
 		}
 	}
 	s->base = filled;
+	r->run_staged = 0;
 	s->t_open_ns = rr_mono_ns();
 	atomic_store_explicit(&s->end, UINT64_MAX, memory_order_relaxed);
 	atomic_store_explicit(&s->state, RR_SEG_OPEN, memory_order_release);
@@ -183,11 +185,32 @@ static struct rr_seg *rcv_seg_open(struct rr *r, uint64_t filled, struct rr_vdif
 	return s;
 }
 
-/* The segment's first datagram is in: how long after record=on. */
-static void rcv_first(struct rr *r, struct rr_seg *s)
+/* The segment's first datagram is in (at t_ns): how long after record=on. */
+static void rcv_first(struct rr *r, struct rr_seg *s, uint64_t t_ns)
 {
 	s->first_seen = true;
-	atomic_store_explicit(&r->start_latency_ns, rr_mono_ns() - s->t_post_ns, memory_order_relaxed);
+	atomic_store_explicit(&r->start_latency_ns, t_ns > s->t_post_ns ? t_ns - s->t_post_ns : 0,
+			      memory_order_relaxed);
+}
+
+/* The open segment's datagram counters, for status? while it records. */
+static void rcv_seg_counts(struct rr *r, struct rr_seg *s)
+{
+	atomic_store_explicit(&s->rx, r->loss.packets, memory_order_relaxed);
+	if (atomic_load_explicit(&s->wrong, memory_order_relaxed) != r->loss.wrong_size) {
+		atomic_store_explicit(&s->wrong_len, r->last_wrong, memory_order_relaxed);
+		atomic_store_explicit(&s->want_len, r->packet_size ? r->strip + r->packet_size : 0,
+				      memory_order_relaxed);
+		atomic_store_explicit(&s->wrong, r->loss.wrong_size, memory_order_relaxed);
+	}
+}
+
+/* One datagram of the wrong size (len bytes with --strip), or n of them. */
+static void rcv_wrong(struct rr *r, uint64_t n, uint64_t len)
+{
+	r->loss.wrong_size += n;
+	r->last_wrong = (uint32_t)len;
+	atomic_fetch_add_explicit(&r->tot_wrong_size, n, memory_order_relaxed);
 }
 
 /* Close the open segment after its last whole datagram (*filled, cut at
@@ -202,6 +225,12 @@ static void rcv_seg_close(struct rr *r, uint64_t *filled, enum rr_stop why, bool
 		end = s->base + room;
 	if (read_drops && r->in_kind == RR_IN_UDP && r->in_fd >= 0)
 		rcv_kernel_drops(r);
+	if (r->run_staged) /* a run too short to teach its size */
+		rcv_wrong(r, r->run_staged, r->strip + r->run_q);
+	r->run_staged = 0;
+	rcv_seg_counts(r, s);
+	if (rr_blind(r->loss.packets, r->loss.wrong_size))
+		atomic_fetch_add_explicit(&r->tot_blind, 1, memory_order_relaxed);
 	pthread_mutex_lock(&r->loss_lock);
 	s->loss = r->loss;
 	s->ring_dropped = r->ring_dropped;
@@ -225,6 +254,8 @@ static void rcv_seg_close(struct rr *r, uint64_t *filled, enum rr_stop why, bool
 	rr_kick(r->data_efd);
 }
 
+static void rcv_flush_run(struct rr *r, struct rr_seg *s, uint64_t *filled, struct rr_vdif_track *vt);
+
 /* recfsd, between two batches: close the open segment when record=off
  * asked for it or a later one is posted, open the next one posted.  The open segment, or NULL
  * between scans. */
@@ -236,6 +267,7 @@ static struct rr_seg *rcv_seg(struct rr *r, uint64_t *filled, struct rr_vdif_tra
 	 * switch closes one and opens the next between the same two batches */
 	if (open && (atomic_load_explicit(&r->seg_off, memory_order_acquire) > n ||
 		     atomic_load_explicit(&r->seg_posted, memory_order_acquire) > n + 1)) {
+		rcv_flush_run(r, rr_seg_at(r, n), filled, vt);
 		rcv_seg_close(r, filled, RR_STOP_NONE, true);
 		n++;
 		open = false;
@@ -273,6 +305,147 @@ static bool rcv_at_second(const struct rr_seg *s, const uint8_t *d, size_t len)
 	struct rr_vdif_hdr h;
 	return len >= 16 && rr_vdif_decode(d, &h) && !h.invalid && h.frame_no == 0 &&
 	       rr_vdif_unix(&h) >= s->start_unix;
+}
+
+/* ---------------------------------------------------- the datagram size */
+/*
+ * recfs-record takes the size of the first datagram that can teach one.
+ * recfsd's is what RR_LEARN_RUN datagrams in a row agree on, learned anew
+ * whenever such a run of another size arrives between scans or before a
+ * scan's first byte: a stray datagram (a probe, a port scan's, a sender's
+ * start-up packet) never decides what the stream is, and a stream that
+ * changed size is followed at the next scan.
+ */
+
+/* Can this datagram (payload d, len bytes after --strip; d holds at least
+ * the first 32 or len of them) teach the size?  Raw: any with a payload.
+ * VDIF: only a frame whose header decodes and gives the datagram's own
+ * length. */
+static bool rcv_can_teach(const struct rr *r, const uint8_t *d, uint64_t len)
+{
+	struct rr_vdif_hdr h;
+	if (!r->fmt_vdif)
+		return len > 0 && len <= UINT32_MAX;
+	return len >= 16 && rr_vdif_decode(d, &h) && h.length == len;
+}
+
+/* The datagram size is len from now on; rcv_udp's tmp (NULL: none) follows. */
+static int rcv_set_size(struct rr *r, uint32_t len, uint8_t **tmp)
+{
+	if (tmp) {
+		uint8_t *t = realloc(*tmp, len);
+		if (!t) {
+			snprintf(r->in_err, sizeof(r->in_err), "out of memory");
+			rr_set_stop(r, RR_STOP_INPUT);
+			return -ENOMEM;
+		}
+		*tmp = t;
+	}
+	r->packet_size = len;
+	if (r->fmt_vdif)
+		atomic_store(&r->learned_frame, len); /* stored at create */
+	return 0;
+}
+
+/* recfsd: the run with one more datagram: its length now, 0 when this one
+ * neither extends nor starts a run (it is of the size learned, or cannot
+ * teach one). */
+static uint32_t rcv_run(struct rr *r, const uint8_t *d, uint64_t len)
+{
+	if (r->size_given || len == r->packet_size || !rcv_can_teach(r, d, len))
+		return r->run_n = 0;
+	if (!r->run_n || r->run_q != len) {
+		r->run_q = (uint32_t)len;
+		r->run_n = 0;
+	}
+	return ++r->run_n;
+}
+
+/* recfsd, a datagram no scan records: it may complete a run.  -1: out of
+ * memory. */
+static int rcv_learn_idle(struct rr *r, const uint8_t *d, uint64_t len, uint8_t **tmp)
+{
+	if (rcv_run(r, d, len) < RR_LEARN_RUN)
+		return 0;
+	r->run_n = 0;
+	return rcv_set_size(r, r->run_q, tmp);
+}
+
+/* The scan's first n datagrams of len bytes are in the ring at *filled
+ * (the first arrived at t): recorded, up to budget bytes (not published). */
+static void rcv_record_first(struct rr *r, struct rr_seg *s, uint64_t *filled, uint64_t budget, uint64_t n,
+			     uint64_t len, struct rr_vdif_track *vt, uint64_t t)
+{
+	uint64_t old = *filled;
+	s->frame_size = (uint32_t)len;
+	for (uint64_t i = 0; r->fmt_vdif && i < n; i++) {
+		uint8_t hdr[32] = { 0 };
+		rr_ring_read(r, old + i * len, hdr, len < sizeof(hdr) ? len : sizeof(hdr));
+		rr_vdif_frame(vt, hdr, (uint32_t)len, old + i * len - s->base);
+	}
+	*filled = old + (n * len < budget ? n * len : budget);
+	atomic_fetch_add_explicit(&r->tot_bytes, *filled - old, memory_order_relaxed);
+	rcv_first(r, s, t);
+}
+
+/* recfsd, a scan about to close with nothing recorded and no size learned
+ * yet: the run it holds (shorter than RR_LEARN_RUN) is all it received of
+ * one size, and is recorded; the size stays unlearned. */
+static void rcv_flush_run(struct rr *r, struct rr_seg *s, uint64_t *filled, struct rr_vdif_track *vt)
+{
+	if (!r->daemon || !r->run_staged || r->packet_size || *filled != s->base)
+		return;
+	uint64_t old = *filled;
+	rcv_record_first(r, s, filled, atomic_load(&s->limit), r->run_staged, r->run_q, vt, r->run_t0);
+	r->run_staged = 0;
+	rcv_seg_counts(r, s);
+	rcv_publish(r, old, *filled);
+}
+
+/* recfsd, a scan that has recorded nothing yet and a size learned, not
+ * given: one datagram, len bytes after --strip at d.  One of the size
+ * learned is the scan's first.  One of a run of another size waits in the
+ * ring past *filled; when the run reaches RR_LEARN_RUN its size is the
+ * stream's and its datagrams are the scan's first, none lost.  The rest are
+ * the wrong size.  What it records moves *filled (not published); -1: out
+ * of memory. */
+static int rcv_scan_first(struct rr *r, struct rr_seg *s, uint64_t *filled, uint64_t budget,
+			  const uint8_t *d, uint64_t len, struct rr_vdif_track *vt, uint8_t **tmp)
+{
+	uint64_t t = rr_mono_ns(), n = 1, old = *filled;
+	bool mine = len && len == r->packet_size;
+	uint32_t q0 = r->run_q;
+	uint32_t run = mine ? (r->run_n = 0) : rcv_run(r, d, len);
+	r->loss.packets++;
+	if (run <= 1 && r->run_staged) { /* the run it held is broken */
+		rcv_wrong(r, r->run_staged, r->strip + q0);
+		r->run_staged = 0;
+	}
+	if (!mine && !run) {
+		rcv_wrong(r, 1, r->strip + len);
+		return 0;
+	}
+	uint64_t at = old + (mine ? 0 : (uint64_t)r->run_staged * len);
+	if (rr_ring_free(r, old) < at - old + len) { /* no room: as a full ring */
+		r->ring_dropped++;
+		r->loss.dropped = r->ring_dropped + r->kernel_dropped;
+		atomic_fetch_add_explicit(&r->tot_ring_dropped, 1, memory_order_relaxed);
+		return 0;
+	}
+	rr_ring_write(r, at, d, len);
+	if (!mine) {
+		if (!r->run_staged++)
+			r->run_t0 = t;
+		if (run < RR_LEARN_RUN)
+			return 0;
+		n = r->run_staged;
+		t = r->run_t0;
+		r->run_staged = r->run_n = 0;
+		if (rcv_set_size(r, (uint32_t)len, tmp))
+			return -1;
+	}
+	rcv_record_first(r, s, filled, budget, n, len, vt, t);
+	return 0;
 }
 
 static void rcv_stream(struct rr *r)
@@ -360,11 +533,13 @@ static void rcv_udp(struct rr *r)
 	struct mmsghdr msgs[RR_BATCH];
 	struct iovec iov[RR_BATCH][3];
 	uint8_t stripbuf[RR_BATCH][64];
+	uint8_t head[RR_BATCH][64 + 32]; /* between scans: --strip and a VDIF header */
 	uint8_t *scratch = NULL, *tmp = NULL;
 	struct rr_vdif_track vt = { 0 };
 	const int sock = r->in_fd;
 	bool at_limit = false;
 
+	r->size_given = r->packet_size != 0;
 	scratch = malloc(65536);
 	/* tmp closes the holes wrong-sized datagrams leave: needed as soon
 	 * as the datagram size is known, given or learned */
@@ -395,9 +570,10 @@ static void rcv_udp(struct rr *r)
 			seg = NULL;
 			continue;
 		}
-		if (!r->packet_size) {
-			/* learn the datagram size from the first one (the socket
-			 * has a receive timeout: the loop sees stop flags) */
+		if (!r->packet_size && !r->daemon) {
+			/* recfs-record: the size of the first datagram that can
+			 * teach one (the socket has a receive timeout: the loop
+			 * sees stop flags) */
 			ssize_t n = recv(sock, scratch, 65536, MSG_PEEK | MSG_TRUNC);
 			if (n < 0) {
 				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -407,24 +583,21 @@ static void rcv_udp(struct rr *r)
 				rr_set_stop(r, RR_STOP_INPUT);
 				break;
 			}
-			if ((uint64_t)n <= r->strip) {
+			if ((uint64_t)n <= r->strip ||
+			    !rcv_can_teach(r, scratch + r->strip, (uint64_t)n - r->strip)) {
 				r->loss.packets++;
 				r->loss.wrong_size++;
 				if (recv(sock, scratch, 65536, MSG_DONTWAIT) < 0)
 					continue;
 				continue;
 			}
-			r->packet_size = (uint32_t)n - r->strip;
-			tmp = malloc(r->packet_size);
-			if (!tmp) {
-				snprintf(r->in_err, sizeof(r->in_err), "out of memory");
-				rr_set_stop(r, RR_STOP_INPUT);
+			if (rcv_set_size(r, (uint32_t)n - r->strip, &tmp))
 				break;
-			}
-			continue; /* a scan may have been posted while it waited */
+			continue;
 		}
+		/* recfsd: 0 until learned, between scans (below) */
 		const uint32_t P = r->packet_size;
-		if (r->fmt_vdif && !atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
+		if (r->fmt_vdif && P && !atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
 			atomic_store(&r->learned_frame, P); /* stored at create */
 		struct rr_seg *w = seg ? NULL : rcv_seg_waiting(r);
 		if (w) {
@@ -440,22 +613,53 @@ static void rcv_udp(struct rr *r)
 				break;
 			}
 			atomic_fetch_add_explicit(&r->tot_packets, 1, memory_order_relaxed);
-			if ((size_t)n == r->strip + P && rcv_at_second(w, scratch + r->strip, P) &&
+			if (P && (size_t)n == r->strip + P && rcv_at_second(w, scratch + r->strip, P) &&
 			    rr_ring_free(r, filled) >= P) {
 				uint64_t old = filled;
 				seg = rcv_seg_open(r, filled, &vt);
 				rr_ring_write(r, filled, scratch + r->strip, P);
 				r->loss.packets++;
+				r->run_n = 0;
+				seg->frame_size = P;
 				if (r->fmt_vdif)
 					rr_vdif_frame(&vt, scratch + r->strip, P, 0);
 				filled += P;
 				atomic_fetch_add_explicit(&r->tot_bytes, P, memory_order_relaxed);
-				rcv_first(r, seg);
+				rcv_first(r, seg, rr_mono_ns());
+				rcv_seg_counts(r, seg);
 				rcv_publish(r, old, filled);
 			} else {
 				atomic_fetch_add_explicit(&r->tot_idle_packets, 1, memory_order_relaxed);
 				atomic_fetch_add_explicit(&r->tot_idle_bytes, (uint64_t)n, memory_order_relaxed);
+				if ((uint64_t)n > r->strip &&
+				    rcv_learn_idle(r, scratch + r->strip, (uint64_t)n - r->strip, &tmp))
+					break;
 			}
+			continue;
+		}
+		if (seg && r->daemon && !r->size_given && filled == seg->base) {
+			/* recfsd, a scan's first datagrams: one at a time, until
+			 * one is recorded (rcv_scan_first) */
+			ssize_t n = recv(sock, scratch, 65536, MSG_TRUNC);
+			if (n < 0) {
+				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+					continue;
+				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
+					 r->input_spec, strerror(errno));
+				rr_set_stop(r, RR_STOP_INPUT);
+				break;
+			}
+			atomic_fetch_add_explicit(&r->tot_packets, 1, memory_order_relaxed);
+			uint64_t old = filled, len = (uint64_t)n > r->strip ? (uint64_t)n - r->strip : 0;
+			if (len > 65536 - r->strip) { /* cannot be: a datagram is at most 65507 bytes */
+				r->loss.packets++;
+				rcv_wrong(r, 1, (uint64_t)n);
+			} else if (rcv_scan_first(r, seg, &filled, budget, scratch + r->strip, len, &vt, &tmp)) {
+				break;
+			}
+			rcv_seg_counts(r, seg);
+			if (filled != old)
+				rcv_publish(r, old, filled);
 			continue;
 		}
 		uint64_t room = seg ? rr_ring_free(r, filled) / P : 0;
@@ -467,11 +671,14 @@ static void rcv_udp(struct rr *r)
 		if (nm == 0) {
 			if (!seg && r->daemon && !rcv_idle_wait(sock, r->rcv_efd))
 				continue;
-			/* ring full: drain the socket and count what is lost */
+			/* ring full: drain the socket and count what is lost;
+			 * between scans each datagram's head is kept apart, for
+			 * learning the size */
 			for (unsigned i = 0; i < RR_BATCH; i++) {
-				iov[i][0] = (struct iovec){ scratch, 65536 };
+				iov[i][0] = (struct iovec){ head[i], r->strip + 32 };
+				iov[i][1] = (struct iovec){ scratch, 65536 };
 				msgs[i].msg_hdr.msg_iov = iov[i];
-				msgs[i].msg_hdr.msg_iovlen = 1;
+				msgs[i].msg_hdr.msg_iovlen = 2;
 			}
 			int got = recvmmsg(sock, msgs, RR_BATCH, MSG_WAITFORONE, NULL);
 			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -485,16 +692,24 @@ static void rcv_udp(struct rr *r)
 			atomic_fetch_add_explicit(&r->tot_packets, (uint64_t)got, memory_order_relaxed);
 			if (!seg) { /* between scans */
 				uint64_t b = 0;
-				for (int i = 0; i < got; i++)
-					b += msgs[i].msg_len;
+				int bad = 0;
+				for (int i = 0; i < got; i++) {
+					uint64_t len = msgs[i].msg_len;
+					b += len;
+					if (len > r->strip && !bad)
+						bad = rcv_learn_idle(r, head[i] + r->strip, len - r->strip, &tmp);
+				}
 				atomic_fetch_add_explicit(&r->tot_idle_packets, (uint64_t)got, memory_order_relaxed);
 				atomic_fetch_add_explicit(&r->tot_idle_bytes, b, memory_order_relaxed);
+				if (bad)
+					break;
 				continue;
 			}
 			r->loss.packets += (uint64_t)got;
 			r->ring_dropped += (uint64_t)got;
 			atomic_fetch_add_explicit(&r->tot_ring_dropped, (uint64_t)got, memory_order_relaxed);
 			rcv_kernel_drops(r);
+			rcv_seg_counts(r, seg);
 			continue;
 		}
 		for (unsigned i = 0; i < nm; i++) {
@@ -513,8 +728,9 @@ static void rcv_udp(struct rr *r)
 			msgs[i].msg_hdr.msg_iovlen = (size_t)k;
 		}
 		/* block for the first datagram (up to the receive timeout),
-		 * then take what is queued: one syscall per batch */
-		int got = recvmmsg(sock, msgs, nm, MSG_WAITFORONE, NULL);
+		 * then take what is queued: one syscall per batch (MSG_TRUNC:
+		 * msg_len is a longer datagram's own length, for status?) */
+		int got = recvmmsg(sock, msgs, nm, MSG_WAITFORONE | MSG_TRUNC, NULL);
 		if (got < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				continue;
@@ -528,8 +744,10 @@ static void rcv_udp(struct rr *r)
 		 * limit, so no drop from after the last datagram is counted */
 		/* the scan's first datagram is in the ring: stamped before the
 		 * coalescing sleep below, which is not part of the latency */
-		if (got > 0 && !seg->first_seen)
-			rcv_first(r, seg);
+		if (got > 0 && !seg->first_seen) {
+			seg->frame_size = P;
+			rcv_first(r, seg, rr_mono_ns());
+		}
 		at_limit = got > 0 && (uint64_t)got * P >= budget;
 		if (got > 0 && (filled / r->chunk != (filled + (uint64_t)got * P) / r->chunk || at_limit))
 			rcv_kernel_drops(r);
@@ -540,8 +758,7 @@ static void rcv_udp(struct rr *r)
 			uint64_t src = filled + (uint64_t)i * P;
 			r->loss.packets++;
 			if (msgs[i].msg_len != r->strip + P || (msgs[i].msg_hdr.msg_flags & MSG_TRUNC)) {
-				r->loss.wrong_size++;
-				atomic_fetch_add_explicit(&r->tot_wrong_size, 1, memory_order_relaxed);
+				rcv_wrong(r, 1, msgs[i].msg_len);
 				continue;
 			}
 			if (dst != src) {
@@ -561,14 +778,18 @@ static void rcv_udp(struct rr *r)
 			filled = old + budget; /* cut the last datagram at the limit */
 		atomic_fetch_add_explicit(&r->tot_packets, (uint64_t)got, memory_order_relaxed);
 		atomic_fetch_add_explicit(&r->tot_bytes, filled - old, memory_order_relaxed);
+		if (got > 0)
+			rcv_seg_counts(r, seg);
 		if (filled != old)
 			rcv_publish(r, old, filled);
 	}
 out_free:
 	/* stopped by a signal, --duration, an error: drops until now; at the
 	 * limit they were read right after the last datagram */
-	if (atomic_load_explicit(&r->seg_open, memory_order_relaxed))
+	if (atomic_load_explicit(&r->seg_open, memory_order_relaxed)) {
+		rcv_flush_run(r, rr_seg_at(r, atomic_load(&r->seg_rcv)), &filled, &vt);
 		rcv_seg_close(r, &filled, (enum rr_stop)atomic_load(&r->stop), !at_limit);
+	}
 	rr_vdif_track_free(&vt);
 	free(scratch);
 	free(tmp);
@@ -605,6 +826,7 @@ static void rcv_split(struct rr_split *sp)
 	memset(map, 0xff, sizeof(map));
 	for (unsigned l = 0; l < nl; l++) {
 		map[sp->thread[l]] = (int16_t)l;
+		sp->lane[l]->size_given = sp->lane[l]->packet_size != 0;
 		if (rr_vdif_track_init(&vt[l], 0, &sp->lane[l]->loss))
 			scratch = (free(scratch), NULL);
 	}
@@ -662,32 +884,44 @@ static void rcv_split(struct rr_split *sp)
 			const uint32_t P = len - sp->strip;
 			unsigned l = (unsigned)map[h.thread];
 			struct rr *r = sp->lane[l];
-			if (!seg[l]) {
+			if (!seg[l]) { /* each lane learns its frame size (rcv_run) */
 				atomic_fetch_add_explicit(&r->tot_idle_packets, 1, memory_order_relaxed);
 				atomic_fetch_add_explicit(&r->tot_idle_bytes, P, memory_order_relaxed);
+				rcv_learn_idle(r, dg, P, NULL);
+				continue;
+			}
+			enum rr_stop why;
+			uint64_t budget = rcv_budget(r, seg[l], filled[l], 0, &why);
+			if (!r->size_given && filled[l] == seg[l]->base) {
+				rcv_scan_first(r, seg[l], &filled[l], budget, dg, P, &vt[l], NULL);
 				continue;
 			}
 			r->loss.packets++;
-			if (!atomic_load_explicit(&r->learned_frame, memory_order_relaxed))
-				atomic_store(&r->learned_frame, P); /* stored at create */
-			enum rr_stop why;
-			uint64_t budget = rcv_budget(r, seg[l], filled[l], 0, &why);
+			if (P != r->packet_size) {
+				rcv_wrong(r, 1, len);
+				continue;
+			}
 			if (rr_ring_free(r, filled[l]) < P || budget < P) {
 				r->ring_dropped++;
 				r->loss.dropped = r->ring_dropped;
 				atomic_fetch_add_explicit(&r->tot_ring_dropped, 1, memory_order_relaxed);
 				continue;
 			}
-			if (!seg[l]->first_seen)
-				rcv_first(r, seg[l]);
+			if (!seg[l]->first_seen) {
+				seg[l]->frame_size = P;
+				rcv_first(r, seg[l], rr_mono_ns());
+			}
 			rr_ring_write(r, filled[l], dg, P);
 			rr_vdif_frame(&vt[l], dg, P, filled[l] - seg[l]->base);
 			filled[l] += P;
 			atomic_fetch_add_explicit(&r->tot_bytes, P, memory_order_relaxed);
 		}
-		for (unsigned l = 0; l < nl; l++)
+		for (unsigned l = 0; l < nl; l++) {
+			if (seg[l])
+				rcv_seg_counts(sp->lane[l], seg[l]);
 			if (filled[l] != old[l])
 				rcv_publish(sp->lane[l], old[l], filled[l]);
+		}
 		/* the socket's drops, for the input */
 		uint32_t mi[SK_MEMINFO_VARS];
 		socklen_t ml = sizeof(mi);
@@ -701,8 +935,10 @@ static void rcv_split(struct rr_split *sp)
 out_free:
 	for (unsigned l = 0; l < nl; l++) {
 		struct rr *r = sp->lane[l];
-		if (atomic_load_explicit(&r->seg_open, memory_order_relaxed))
+		if (atomic_load_explicit(&r->seg_open, memory_order_relaxed)) {
+			rcv_flush_run(r, rr_seg_at(r, atomic_load(&r->seg_rcv)), &filled[l], &vt[l]);
 			rcv_seg_close(r, &filled[l], (enum rr_stop)atomic_load(&r0->stop), false);
+		}
 		rr_vdif_track_free(&vt[l]);
 	}
 	free(scratch);

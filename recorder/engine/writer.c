@@ -41,7 +41,9 @@ static int wr_create(struct rr *r, struct rr_seg *s)
 	uint32_t learned = atomic_load(&r->learned_frame);
 	struct recfs_input in = { .format = r->fmt_vdif ? RECFS_FMT_VDIF : RECFS_FMT_RAW,
 				  .frame_size = learned ? learned : r->frame_size };
-	if (r->in_kind == RR_IN_UDP && !r->fmt_vdif)
+	if (s->frame_size) /* UDP: the size its first datagram came in */
+		in.frame_size = s->frame_size;
+	else if (r->in_kind == RR_IN_UDP && !r->fmt_vdif)
 		in.frame_size = r->packet_size;
 	snprintf(in.source, sizeof(in.source), "%s", r->input_spec);
 	pthread_mutex_lock(&r->seg_lock);

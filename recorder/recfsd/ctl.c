@@ -247,9 +247,9 @@ static int rd_scan_check(struct rd *d, struct rd_out *o)
 		pthread_mutex_unlock(&r->seg_lock);
 		rd_field(o, "%" PRIu64, sc.no);
 		rd_field(o, "%s", name);
-		if (state == RR_SEG_FAILED) {
+		if (state == RR_SEG_FAILED || rr_seg_blind(r, s, d->blind, sizeof(d->blind))) {
 			rd_field(o, "error");
-			rd_field(o, "%s", msg);
+			rd_field(o, "%s", state == RR_SEG_FAILED ? msg : d->blind);
 			rc = 4;
 			continue;
 		}
@@ -303,9 +303,11 @@ static int rd_status(struct rd *d, struct rd_out *o)
 	int rc;
 	unsigned st = RD_ST_READY;
 	rd_refresh(d);
-	const char *no = rd_refuse(d, &rc);
+	const char *no = rd_refuse(d, &rc), *blind = rd_scan_blind(d, &d->cur);
 	if (d->recording)
 		st |= RD_ST_RECORD;
+	if (blind)
+		st |= RD_ST_ERROR;
 	if (no && !strncmp(no, "pack full", 9))
 		st |= RD_ST_FULL;
 	else if (no)
@@ -318,6 +320,8 @@ static int rd_status(struct rd *d, struct rd_out *o)
 		rd_field(o, "%s", no);
 	else if (d->halted[0])
 		rd_field(o, "%s", d->halted);
+	else if (blind)
+		rd_field(o, "%s", blind);
 	return 0;
 }
 

@@ -45,6 +45,7 @@ RD_GETTER(get_wrong, atomic_load_explicit(&r->tot_wrong_size, memory_order_relax
 RD_GETTER(get_ring_size, r->ring_size)
 RD_GETTER(get_ring_max, atomic_load_explicit(&r->ring_max, memory_order_relaxed))
 RD_GETTER(get_start_ns, atomic_load_explicit(&r->start_latency_ns, memory_order_relaxed))
+RD_GETTER(get_blind_total, atomic_load_explicit(&r->tot_blind, memory_order_relaxed))
 
 static uint64_t get_ring_fill(const struct rd_stream *st)
 {
@@ -100,6 +101,9 @@ static void rd_render(void *ctx, struct mx_buf *b)
 		      "Datagrams dropped in a scan: the ring was full", get_ring_dropped);
 	rd_per_stream(d, b, "recfsd_wrong_size_datagrams_total", "counter",
 		      "Datagrams of another size than the scan's, not recorded", get_wrong);
+	rd_per_stream(d, b, "recfsd_blind_scans_total", "counter",
+		      "Scans that received datagrams and recorded (almost) none: all of the wrong size",
+		      get_blind_total);
 	if (d->fmt_vdif)
 		rd_per_stream(d, b, "recfsd_vdif_frames_lost_total", "counter",
 			      "VDIF frames missing from the streams, by their headers", get_frames_lost);
@@ -173,6 +177,15 @@ static void rd_render(void *ctx, struct mx_buf *b)
 	mx_family(b, "recfsd_scan_info", "gauge", "The current or last scan: its number, name and state");
 	snprintf(num, sizeof(num), "%" PRIu64, d->cur.no);
 	mx_sample(b, "recfsd_scan_info", MX_LABELS("scan", num, "name", d->cur.name, "state", state), 1);
+	mx_family(b, "recfsd_scan_blind", "gauge",
+		  "1 when the current or last scan received datagrams and recorded (almost) none: all of the wrong size");
+	for (unsigned k = 0; k < d->nst; k++) {
+		const struct rd_stream *st = &d->st[k];
+		const char *sfx = st->suffix[0] == '_' ? st->suffix + 1 : st->suffix;
+		bool blind = d->cur.no && rr_seg_blind(st->r, rr_seg_at(st->r, d->cur.seg), NULL, 0);
+		mx_sample(b, "recfsd_scan_blind", MX_LABELS("input", d->in[st->input].label, "stream", sfx),
+			  (uint64_t)blind);
+	}
 	pthread_mutex_unlock(&d->lock);
 }
 

@@ -253,6 +253,21 @@ bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns)
 	return true;
 }
 
+/* Scan sc received datagrams on a stream and recorded (almost) none, all
+ * of the wrong size (rr_blind): why, or NULL.  The open scan so far, or the
+ * last one; status? and scan_check? answer it as an error.  Under d->lock. */
+const char *rd_scan_blind(struct rd *d, const struct rd_scan *sc)
+{
+	if (!sc->no)
+		return NULL;
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr *r = d->st[i].r;
+		if (rr_seg_blind(r, rr_seg_at(r, sc->seg), d->blind, sizeof(d->blind)))
+			return d->blind;
+	}
+	return NULL;
+}
+
 /* ------------------------------------------------------------ readiness */
 /* Every input bound and drained, control listening: tell whoever started
  * us (systemd's NOTIFY_SOCKET, --ready-fd, and a first line on stdout),
@@ -282,7 +297,7 @@ static void usage(FILE *f)
 		"  -F, --format FMT        raw (default) or vdif: check VDIF frames, keep a loss map\n"
 		"      --split vdif-thread:THREADS  one recording per VDIF thread (SCAN_tN),\n"
 		"                          THREADS a list such as 0-3 or 0,2\n"
-		"  -P, --packet-size N     UDP payload bytes after --strip (default: the first's)\n"
+		"  -P, --packet-size N     UDP payload bytes after --strip (default: learned, 8 in a row)\n"
 		"  -S, --strip N           drop an N-byte prefix from every datagram\n"
 		"      --rcvbuf SIZE       socket receive buffer (default 64M)\n"
 		"      --cpu LIST          pin the receivers: one CPU per input, comma-separated\n"

@@ -65,6 +65,7 @@ struct rd {
 	struct rd_scan hist[RR_SEGQ];   /* the last scans, by no % RR_SEGQ */
 	char halted[320];               /* the open scan stopped by itself: why */
 	char why[384];                  /* the last refusal's reason */
+	char blind[384];                /* rd_scan_blind's */
 	char exp[64], station[16];      /* the last record=on's, for names */
 	uint32_t mtu;                   /* mtu= as the station set it (0: none) */
 	uint64_t t_stmt_ns;             /* the statement being carried out arrived
@@ -79,6 +80,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 int rd_scan_stop(struct rd *d);
 void rd_line_end(struct rd *d);
 bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns);
+const char *rd_scan_blind(struct rd *d, const struct rd_scan *sc);
 
 /* ctl.c: one VSI-S statement; its return code, its reply fields in out */
 int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,
