@@ -68,8 +68,17 @@ check "recording 1 while the scan runs" test "$(val 'recfsd_recording{}')" = 1.0
 check "scan_info names the scan and its state" test "$(val 'recfsd_scan_info{name="m1",scan="1",state="recording"}')" = 1.0
 check "frames lost so far: 3" test "$(val 'recfsd_vdif_frames_lost_total{input="a",stream="a"}')" = 3.0
 expect_reply "record=off" "record=off" '!record = 0 ;'
-sleep 0.5
-check "scrape after the scan" scrape
+# the seal ends the scan: scrape until the scan is idle and sealed (its
+# recording's rows out of the free figure), not after a fixed sleep
+sealed() {
+	scrape || return 1
+	[ "$(val 'recfsd_scan_info{name="m1",scan="1",state="idle"}')" = 1.0 ] || return 1
+	local used
+	used=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(sum(r["allocated"] for r in j) if all(r["state"] == "sealed" for r in j) else -1)')
+	[ "$used" -ge 0 ] && [ "$(val 'recfsd_pack_free_bytes{}')" = "$((${cap%.0} - used)).0" ]
+}
+for _ in $(seq 200); do sealed && break; sleep 0.1; done
+check "scrape after the scan (sealed)" sealed
 check "input a: 1017 datagrams (20 idle + 997)" test "$(val 'recfsd_input_datagrams_total{input="a"}')" = 1017.0
 check "input b: none" test "$(val 'recfsd_input_datagrams_total{input="b"}')" = 0.0
 check "idle: 20 datagrams, 20640 bytes" test "$(val 'recfsd_idle_datagrams_total{input="a",stream="a"}')/$(val 'recfsd_idle_bytes_total{input="a",stream="a"}')" = 20.0/20640.0
