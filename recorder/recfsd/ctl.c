@@ -98,32 +98,34 @@ static int rd_name_part(const char *s, size_t max)
 	return 0;
 }
 
-static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, struct rd_out *o)
+static int rd_record_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (query) {
-		rd_refresh(d);
-		if (d->recording) {
-			rd_field(o, "on");
-			rd_field(o, "%" PRIu64, d->cur.no);
-			rd_field(o, "%s", d->cur.name);
-		} else if (d->halted[0]) {
-			rd_field(o, "halted");
-			rd_field(o, "%" PRIu64, d->cur.no);
-			rd_field(o, "%s", d->cur.name);
-			rd_field(o, "%s", d->halted);
-		} else {
-			rd_field(o, "off");
-		}
-		return 0;
+	rd_refresh(d);
+	if (d->recording) {
+		rd_field(o, "on");
+		rd_field(o, "%" PRIu64, d->cur.no);
+		rd_field(o, "%s", d->cur.name);
+	} else if (d->halted[0]) {
+		rd_field(o, "halted");
+		rd_field(o, "%" PRIu64, d->cur.no);
+		rd_field(o, "%s", d->cur.name);
+		rd_field(o, "%s", d->halted);
+	} else {
+		rd_field(o, "off");
 	}
+	return 0;
+}
+
+static int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
 	if (np == 0) {
 		rd_field(o, "record = on or START : SCAN [: EXPERIMENT [: STATION]] or record = off");
-		return 8;
+		return VS_PARAM;
 	}
 	if (!strcasecmp(p[0], "off")) {
 		if (np > 1) {
 			rd_field(o, "record=off takes no parameters");
-			return 8;
+			return VS_PARAM;
 		}
 		int rc = rd_scan_stop(d);
 		if (rc)
@@ -138,21 +140,21 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 		start = rd_vex_time(p[0]);
 		if (start < 0) {
 			rd_field(o, "'%.32s' is not on, off or a start time such as 2026y327d18h30m00s", p[0]);
-			return 8;
+			return VS_PARAM;
 		}
 		if (!d->fmt_vdif) {
 			rd_field(o, "a start time needs --format vdif (it waits for a VDIF second)");
-			return 6;
+			return VS_CONFLICT;
 		}
 		if (d->nsplit) {
 			rd_field(o, "a start time is not implemented with --split");
-			return 2;
+			return VS_NOT_IMPL;
 		}
 	}
 	if (np < 2 || np > 4 || rd_name_part(p[1], 64) || (np > 2 && p[2][0] && rd_name_part(p[2], 32)) ||
 	    (np > 3 && p[3][0] && rd_name_part(p[3], 8))) {
 		rd_field(o, "record = on or START : SCAN [: EXPERIMENT [: STATION]], at most 64, 32 and 8 printable bytes, no spaces or '/'");
-		return 8;
+		return VS_PARAM;
 	}
 	/* jive5ab: EXPERIMENT_STATION_SCAN when they are given */
 	char name[RECFS_NAME_MAX + 1];
@@ -166,7 +168,7 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 		n = snprintf(name, sizeof(name), "%s", p[1]);
 	if (n < 0 || (size_t)n >= sizeof(name)) {
 		rd_field(o, "scan name too long (at most %d bytes)", RECFS_NAME_MAX);
-		return 8;
+		return VS_PARAM;
 	}
 	int rc = rd_scan_start(d, name, p[1], 0, start);
 	if (rc)
@@ -180,24 +182,26 @@ static int rd_record(struct rd *d, bool query, unsigned np, char *const *p, stru
 
 /* scan_set = SCAN# | NAME : which scan scan_check? reports (one of the
  * last RR_SEGQ this daemon recorded). */
-static int rd_scan_set(struct rd *d, bool query, unsigned np, char *const *p, struct rd_out *o)
+static int rd_scan_set_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (query) {
-		if (!d->check.no) {
-			rd_field(o, "no scan");
-			return 4;
-		}
-		rd_field(o, "%" PRIu64, d->check.no);
-		rd_field(o, "%s", d->check.name);
-		return 0;
+	if (!d->check.no) {
+		rd_field(o, "no scan");
+		return VS_FAILED;
 	}
+	rd_field(o, "%" PRIu64, d->check.no);
+	rd_field(o, "%s", d->check.name);
+	return 0;
+}
+
+static int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
 	if (np < 1 || !p[0][0]) {
 		rd_field(o, "scan_set = SCAN# or NAME");
-		return 8;
+		return VS_PARAM;
 	}
 	if (np > 1) {
 		rd_field(o, "scan_set: start and stop offsets are not implemented here");
-		return 2;
+		return VS_NOT_IMPL;
 	}
 	for (unsigned k = 0; k < RR_SEGQ; k++) {
 		const struct rd_scan *sc = &d->hist[k];
@@ -209,27 +213,27 @@ static int rd_scan_set(struct rd *d, bool query, unsigned np, char *const *p, st
 		}
 	}
 	rd_field(o, "no scan '%.64s' among the last %u recorded", p[0], RR_SEGQ);
-	return 8;
+	return VS_PARAM;
 }
 
 /* scan_check? : the last scan (or scan_set's) once sealed, per jive5ab:
  * scan# : label : data type : frame size : start : length : rate :
  * missing bytes, one group of fields per input. */
-static int rd_scan_check(struct rd *d, struct rd_out *o)
+static int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	rd_refresh(d);
 	if (!d->check.no) {
 		rd_field(o, "no scan recorded yet");
-		return 4;
+		return VS_FAILED;
 	}
 	if (d->recording && d->check.no == d->cur.no) {
 		rd_field(o, "scan %" PRIu64 " is still recording", d->check.no);
-		return 5;
+		return VS_BUSY;
 	}
 	struct rd_scan sc = d->check;
 	if (!rd_scan_wait(d, &sc, 1000000000ull)) {
 		rd_field(o, "scan %" PRIu64 " is still being sealed", sc.no);
-		return 5;
+		return VS_BUSY;
 	}
 	int rc = 0;
 	for (unsigned i = 0; i < d->nst; i++) {
@@ -250,7 +254,7 @@ static int rd_scan_check(struct rd *d, struct rd_out *o)
 		if (state == RR_SEG_FAILED) {
 			rd_field(o, "error");
 			rd_field(o, "%s", msg);
-			rc = 4;
+			rc = VS_FAILED;
 			continue;
 		}
 		if (len == 0) { /* nothing arrived: no recording */
@@ -274,7 +278,7 @@ static int rd_scan_check(struct rd *d, struct rd_out *o)
 	return rc;
 }
 
-static int rd_dir_info(struct rd *d, struct rd_out *o)
+static int rd_dir_info(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	struct recfs_pack_info info;
 	uint64_t bytes = 0, n = 0;
@@ -288,7 +292,7 @@ static int rd_dir_info(struct rd *d, struct rd_out *o)
 	pthread_mutex_unlock(&d->pack_lock);
 	if (err) {
 		rd_field(o, "%s", recfs_errmsg());
-		return 4;
+		return VS_FAILED;
 	}
 	rd_field(o, "%" PRIu64, n);
 	rd_field(o, "%" PRIu64, bytes);
@@ -296,7 +300,7 @@ static int rd_dir_info(struct rd *d, struct rd_out *o)
 	return 0;
 }
 
-static int rd_status(struct rd *d, struct rd_out *o)
+static int rd_status(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	int rc;
 	unsigned st = RD_ST_READY;
@@ -321,15 +325,17 @@ static int rd_status(struct rd *d, struct rd_out *o)
 
 /* mode = VDIF_<framesize>-<Mbps>-<channels>-<bits> | raw : what applies
  * to recfs is the data type (vdif checks frames and keeps a loss map). */
-static int rd_mode(struct rd *d, bool query, unsigned np, char *const *p, struct rd_out *o)
+static int rd_mode_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (query) {
-		rd_field(o, "%s", d->fmt_vdif ? "vdif" : "raw");
-		return 0;
-	}
+	rd_field(o, "%s", d->fmt_vdif ? "vdif" : "raw");
+	return 0;
+}
+
+static int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
 	if (np < 1) {
 		rd_field(o, "mode = VDIF_... or raw");
-		return 8;
+		return VS_PARAM;
 	}
 	bool vdif;
 	if (!strncasecmp(p[0], "vdif", 4))
@@ -338,25 +344,27 @@ static int rd_mode(struct rd *d, bool query, unsigned np, char *const *p, struct
 		vdif = false;
 	else {
 		rd_field(o, "mode '%.32s': recfsd records VDIF or raw streams", p[0]);
-		return 8;
+		return VS_PARAM;
 	}
 	if (vdif != d->fmt_vdif) {
 		rd_field(o, "recfsd was started with --format %s; restart it to change", d->fmt_vdif ? "vdif" : "raw");
-		return 6;
+		return VS_CONFLICT;
 	}
 	return 0;
 }
 
-static int rd_net_protocol(struct rd *d, bool query, unsigned np, char *const *p, struct rd_out *o)
+static int rd_net_protocol_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (query) {
-		rd_field(o, "%s", d->st[0].r->strip == 8 ? "udps" : "udp");
-		rd_field(o, "%" PRIu64, d->st[0].r->rcvbuf);
-		return 0;
-	}
+	rd_field(o, "%s", d->st[0].r->strip == 8 ? "udps" : "udp");
+	rd_field(o, "%" PRIu64, d->st[0].r->rcvbuf);
+	return 0;
+}
+
+static int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
 	if (np < 1 || (strcasecmp(p[0], "udp") && strcasecmp(p[0], "udps") && strcasecmp(p[0], "udpsnor"))) {
 		rd_field(o, "recfsd receives udp (and udps, the 8-byte sequence-number prefix, as --strip 8)");
-		return np < 1 ? 8 : 6;
+		return np < 1 ? VS_PARAM : VS_CONFLICT;
 	}
 	/* jive5ab: PROTOCOL : SOCBUF : BLOCKSIZE : NBLOCK.  The socket
 	 * buffer and the ring are sized when recfsd starts: a SOCBUF within
@@ -365,44 +373,46 @@ static int rd_net_protocol(struct rd *d, bool query, unsigned np, char *const *p
 	uint64_t v[4] = { 0 }, rcvbuf = d->st[0].r->rcvbuf;
 	if (np > 4) {
 		rd_field(o, "net_protocol = PROTOCOL [: SOCBUF [: BLOCKSIZE [: NBLOCK]]]");
-		return 8;
+		return VS_PARAM;
 	}
 	for (unsigned k = 1; k < np; k++)
 		if (p[k][0] && recfs_parse_bytes("net_protocol", p[k], 0, UINT64_MAX, &v[k])) {
 			rd_field(o, "net_protocol %s '%.32s' is not a size", what[k], p[k]);
-			return 8;
+			return VS_PARAM;
 		}
 	if (v[1] > rcvbuf) {
 		rd_field(o, "socket buffer is %" PRIu64 " bytes (--rcvbuf, set when recfsd starts)", rcvbuf);
-		return 6;
+		return VS_CONFLICT;
 	}
 	bool udps = strcasecmp(p[0], "udp") != 0;
 	unsigned want = udps ? 8 : 0;
 	if (d->st[0].r->strip != want) {
 		rd_field(o, "inputs are bound with --strip %u; restart recfsd with --strip %u", d->st[0].r->strip,
 			 want);
-		return 6;
+		return VS_CONFLICT;
 	}
 	return 0;
 }
 
-static int rd_net_port(struct rd *d, bool query, unsigned np, char *const *p, struct rd_out *o)
+static int rd_net_port_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (query) {
-		/* jive5ab's form, [ADDR@]PORT: a ':' would split the field */
-		for (unsigned i = 0; i < d->nin; i++) {
-			char a[160];
-			snprintf(a, sizeof(a), "%s", d->in[i].spec + 4);
-			char *c = strrchr(a, ':');
-			if (c && c[1] != ']')
-				*c = '@';
-			rd_field(o, "%s", a);
-		}
-		return 0;
+	/* jive5ab's form, [ADDR@]PORT: a ':' would split the field */
+	for (unsigned i = 0; i < d->nin; i++) {
+		char a[160];
+		snprintf(a, sizeof(a), "%s", d->in[i].spec + 4);
+		char *c = strrchr(a, ':');
+		if (c && c[1] != ']')
+			*c = '@';
+		rd_field(o, "%s", a);
 	}
+	return 0;
+}
+
+static int rd_net_port(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
 	if (np != 1 || !p[0][0]) {
 		rd_field(o, "net_port = [ADDR@]PORT");
-		return 8;
+		return VS_PARAM;
 	}
 	const char *port = strchr(p[0], '@') ? strchr(p[0], '@') + 1 : p[0];
 	for (unsigned i = 0; i < d->nin; i++) {
@@ -411,19 +421,21 @@ static int rd_net_port(struct rd *d, bool query, unsigned np, char *const *p, st
 			return 0; /* already listening there */
 	}
 	rd_field(o, "inputs are bound when recfsd starts (--input); port %.16s is not one of them", port);
-	return 6;
+	return VS_CONFLICT;
 }
 
-static int rd_mtu(struct rd *d, bool query, unsigned np, char *const *p, struct rd_out *o)
+static int rd_mtu_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (query) {
-		rd_field(o, "%u", d->mtu ? d->mtu : 9000);
-		return 0;
-	}
+	rd_field(o, "%u", d->mtu ? d->mtu : 9000);
+	return 0;
+}
+
+static int rd_mtu(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
 	uint64_t v;
 	if (np != 1 || recfs_parse_num("mtu", p[0], 64, 65535, &v)) {
 		rd_field(o, "mtu = 64 to 65535");
-		return 8;
+		return VS_PARAM;
 	}
 	d->mtu = (uint32_t)v; /* datagram sizes are learned from the stream */
 	return 0;
@@ -432,18 +444,18 @@ static int rd_mtu(struct rd *d, bool query, unsigned np, char *const *p, struct 
 /* delete = NAME : a recfs extension (the pack is the daemon's while it runs,
  * so recfs rm cannot open it for writing): deletes a sealed recording that
  * no scan of this daemon is still writing. */
-static int rd_delete(struct rd *d, bool query, unsigned np, char *const *p, struct rd_out *o)
+static int rd_delete(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (query || np != 1 || !p[0][0]) {
+	if (np != 1 || !p[0][0]) {
 		rd_field(o, "delete = NAME");
-		return query ? 2 : 8;
+		return VS_PARAM;
 	}
 	for (unsigned i = 0; i < d->nst; i++) {
 		struct rr *r = d->st[i].r;
 		for (uint64_t n = atomic_load(&r->seg_done); n < atomic_load(&r->seg_posted); n++)
 			if (!strcmp(rr_seg_at(r, n)->name, p[0])) {
 				rd_field(o, "'%.64s' is being recorded", p[0]);
-				return 6;
+				return VS_CONFLICT;
 			}
 	}
 	struct recfs_rec rec;
@@ -454,51 +466,59 @@ static int rd_delete(struct rd *d, bool query, unsigned np, char *const *p, stru
 	pthread_mutex_unlock(&d->pack_lock);
 	if (err) {
 		rd_field(o, "%s", recfs_errmsg());
-		return err == -ENOENT ? 8 : 4;
+		return err == -ENOENT ? VS_PARAM : VS_FAILED;
 	}
 	return 0;
 }
+
+static int rd_version_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	rd_field(o, "recfsd");
+	rd_field(o, "%s", RECFS_VERSION_STRING);
+	return VS_OK;
+}
+
+/* The keywords: what a command (keyword = ...) and a query (keyword ? ...)
+ * run; NULL where the keyword has no such form (answered 2). */
+typedef int rd_handler(struct rd *d, unsigned np, char *const *p, struct rd_out *o);
+static const struct rd_keyword {
+	const char *kw;
+	rd_handler *cmd, *qry;
+} rd_keywords[] = {
+	{ "record", rd_record, rd_record_q },
+	{ "scan_set", rd_scan_set, rd_scan_set_q },
+	{ "scan_check", NULL, rd_scan_check },
+	{ "dir_info", NULL, rd_dir_info },
+	{ "status", NULL, rd_status },
+	{ "version", NULL, rd_version_q },
+	{ "mode", rd_mode, rd_mode_q },
+	{ "net_protocol", rd_net_protocol, rd_net_protocol_q },
+	{ "net_port", rd_net_port, rd_net_port_q },
+	{ "mtu", rd_mtu, rd_mtu_q },
+	{ "delete", rd_delete, NULL }, /* a recfs extension */
+};
 
 int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,
 		size_t outlen)
 {
 	struct rd_out o = { out, outlen, 0 };
+	const struct rd_keyword *k = NULL;
 	int rc;
 	out[0] = 0;
-	pthread_mutex_lock(&d->lock);
-	if (!strcasecmp(kw, "record"))
-		rc = rd_record(d, query, np, p, &o);
-	else if (!strcasecmp(kw, "scan_set"))
-		rc = rd_scan_set(d, query, np, p, &o);
-	else if (!strcasecmp(kw, "scan_check"))
-		rc = query ? rd_scan_check(d, &o) : (rd_field(&o, "scan_check is a query"), 2);
-	else if (!strcasecmp(kw, "dir_info"))
-		rc = query ? rd_dir_info(d, &o) : (rd_field(&o, "dir_info is a query"), 2);
-	else if (!strcasecmp(kw, "status"))
-		rc = query ? rd_status(d, &o) : (rd_field(&o, "status is a query"), 2);
-	else if (!strcasecmp(kw, "version")) {
-		if (query) {
-			rd_field(&o, "recfsd");
-			rd_field(&o, "%s", RECFS_VERSION_STRING);
-			rc = 0;
-		} else {
-			rd_field(&o, "version is a query");
-			rc = 2;
-		}
-	} else if (!strcasecmp(kw, "mode"))
-		rc = rd_mode(d, query, np, p, &o);
-	else if (!strcasecmp(kw, "net_protocol"))
-		rc = rd_net_protocol(d, query, np, p, &o);
-	else if (!strcasecmp(kw, "net_port"))
-		rc = rd_net_port(d, query, np, p, &o);
-	else if (!strcasecmp(kw, "mtu"))
-		rc = rd_mtu(d, query, np, p, &o);
-	else if (!strcasecmp(kw, "delete"))
-		rc = rd_delete(d, query, np, p, &o);
-	else {
+	for (size_t i = 0; i < sizeof(rd_keywords) / sizeof(rd_keywords[0]) && !k; i++)
+		if (!strcasecmp(kw, rd_keywords[i].kw))
+			k = &rd_keywords[i];
+	if (!k) {
 		rd_field(&o, "no such keyword");
-		rc = 7;
+		return VS_NO_KEYWORD;
 	}
+	rd_handler *fn = query ? k->qry : k->cmd;
+	if (!fn) {
+		rd_field(&o, query ? "%s takes no query" : "%s is a query", k->kw);
+		return VS_NOT_IMPL;
+	}
+	pthread_mutex_lock(&d->lock);
+	rc = fn(d, np, p, &o);
 	pthread_mutex_unlock(&d->lock);
 	return rc;
 }

@@ -33,6 +33,7 @@
 #include "engine/engine.h"
 #include "recfsd.h"
 #include "common/sdnotify.h"
+#include "vsis.h"
 
 #define PROG "recfsd"
 
@@ -92,7 +93,7 @@ void rd_refresh(struct rd *d)
 /* Why no scan can start now, or NULL.  Under d->lock. */
 const char *rd_refuse(struct rd *d, int *rc)
 {
-	*rc = 4;
+	*rc = VS_FAILED;
 	for (unsigned i = 0; i < d->nst; i++) {
 		struct rr *r = d->st[i].r;
 		if (atomic_load(&r->wr_failed)) {
@@ -131,7 +132,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	rd_refresh(d);
 	if (d->recording) {
 		snprintf(d->why, sizeof(d->why), "already recording scan '%s'", d->cur.name);
-		return 6;
+		return VS_CONFLICT;
 	}
 	if (rd_refuse(d, &rc))
 		return rc;
@@ -142,7 +143,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 		rd_rec_name(d, name, i, rn, sizeof(rn));
 		if (strlen(rn) > RECFS_NAME_MAX || recfs_name_check(rn)) {
 			snprintf(d->why, sizeof(d->why), "scan name '%.64s' is not a valid recording name", rn);
-			return 8;
+			return VS_PARAM;
 		}
 		pthread_mutex_lock(&d->pack_lock);
 		int found = recfs_rec_lookup(d->p, rn, &old) == 0;
@@ -152,12 +153,12 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 			found = !strcmp(rr_seg_at(r, n)->name, rn);
 		if (found) {
 			snprintf(d->why, sizeof(d->why), "a recording named '%s' already exists", rn);
-			return 6;
+			return VS_CONFLICT;
 		}
 		uint64_t posted = atomic_load(&r->seg_posted);
 		if (posted >= RR_SEGQ && atomic_load(&r->seg_done) <= posted - RR_SEGQ) {
 			snprintf(d->why, sizeof(d->why), "%u scans still being sealed", RR_SEGQ);
-			return 5;
+			return VS_BUSY;
 		}
 	}
 	/* all streams have room: post them together, so their segment
@@ -203,10 +204,10 @@ int rd_scan_stop(struct rd *d)
 		if (d->halted[0]) {
 			snprintf(d->why, sizeof(d->why), "%s", d->halted);
 			d->halted[0] = 0;
-			return 4;
+			return VS_FAILED;
 		}
 		snprintf(d->why, sizeof(d->why), "not recording");
-		return 6;
+		return VS_CONFLICT;
 	}
 	/* posted at the end of the control line, unless a record=on on the
 	 * same line switches to the next scan between the same two batches */
@@ -218,7 +219,7 @@ int rd_scan_stop(struct rd *d)
 	if (d->halted[0]) { /* one of its streams had stopped before */
 		snprintf(d->why, sizeof(d->why), "%s", d->halted);
 		d->halted[0] = 0;
-		return 4;
+		return VS_FAILED;
 	}
 	return 0;
 }

@@ -44,18 +44,18 @@ int vs_parse(char *stmt, struct vs_req *req, char *why, size_t whylen)
 	if (kl == 0 || kl >= VS_KEYWORD_MAX) {
 		snprintf(why, whylen, kl ? "keyword longer than %d bytes" : "no keyword", VS_KEYWORD_MAX - 1);
 		snprintf(req->keyword, sizeof(req->keyword), "%s", kl ? "error" : "error");
-		return 3;
+		return VS_SYNTAX;
 	}
 	for (size_t i = 0; i < kl; i++)
 		if (!isalnum((unsigned char)kw[i]) && kw[i] != '_') {
 			snprintf(why, whylen, "a keyword is letters, digits and '_'");
 			snprintf(req->keyword, sizeof(req->keyword), "error");
-			return 3;
+			return VS_SYNTAX;
 		}
 	memcpy(req->keyword, kw, kl + 1);
 	if (!sep) {
 		snprintf(why, whylen, "no '=' or '?' after the keyword");
-		return 3;
+		return VS_SYNTAX;
 	}
 	char *rest = sep + 1;
 	if (!*vs_trim(rest))
@@ -66,7 +66,7 @@ int vs_parse(char *stmt, struct vs_req *req, char *why, size_t whylen)
 			*colon = 0;
 		if (req->nparam == VS_PARAMS_MAX) {
 			snprintf(why, whylen, "more than %d parameters", VS_PARAMS_MAX);
-			return 3;
+			return VS_SYNTAX;
 		}
 		req->param[req->nparam++] = vs_trim(rest);
 		if (!colon)
