@@ -7,12 +7,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "recfsd.h"
 #include "vsis.h"
@@ -26,6 +28,7 @@
 struct rd_out {
 	char *buf;
 	size_t len, used;
+	unsigned n;             /* fields so far (an empty one counts) */
 };
 
 /* Append one reply field; characters that would end a field or the line
@@ -41,9 +44,16 @@ static void rd_field(struct rd_out *o, const char *fmt, ...)
 	for (char *q = tmp; *q; q++)
 		if (*q == ';' || *q == ':' || *q == '!' || *q == '\n' || *q == '\r' || (unsigned char)*q < 0x20)
 			*q = *q == ':' ? '.' : ' ';
-	int n = snprintf(o->buf + o->used, o->len - o->used, "%s%s", o->used ? " : " : "", tmp);
+	int n = snprintf(o->buf + o->used, o->len - o->used, "%s%s", o->n++ ? " : " : "", tmp);
 	if (n > 0)
 		o->used += (size_t)n < o->len - o->used ? (size_t)n : o->len - o->used - 1;
+}
+
+static uint64_t rd_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* A VSI-S time: 2026y326d17h05m03.1234s (UTC) */
@@ -98,50 +108,160 @@ static int rd_name_part(const char *s, size_t max)
 	return 0;
 }
 
+/* record? [nthread | mk6] : jive5ab's (net2vbs.cc): off, or on : scans
+ * recorded : the recording : bytes so far; halted is recfsd's (a scan
+ * that stopped by itself, until record=off). */
 static int rd_record_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
+	if (np > 0 && !strcasecmp(p[0], "nthread")) {
+		rd_field(o, "%u", d->nthread_r);
+		rd_field(o, "%u", d->nthread_w);
+		return VS_OK;
+	}
+	if (np > 0 && !strcasecmp(p[0], "mk6")) {
+		rd_field(o, "0");
+		return VS_OK;
+	}
+	if (np > 0 && p[0][0]) {
+		rd_field(o, "record? takes nthread, mk6 or nothing");
+		return VS_PARAM;
+	}
 	rd_refresh(d);
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < d->nst; i++)
+		bytes += atomic_load(&d->st[i].r->tot_bytes);
+	bytes -= bytes < d->bytes0 ? bytes : d->bytes0;
 	if (d->recording) {
 		rd_field(o, "on");
 		rd_field(o, "%" PRIu64, d->cur.no);
 		rd_field(o, "%s", d->cur.name);
+		rd_field(o, "%" PRIu64, bytes);
 	} else if (d->halted[0]) {
 		rd_field(o, "halted");
 		rd_field(o, "%" PRIu64, d->cur.no);
 		rd_field(o, "%s", d->cur.name);
+		rd_field(o, "%" PRIu64, bytes);
 		rd_field(o, "%s", d->halted);
 	} else {
 		rd_field(o, "off");
 	}
-	return 0;
+	return VS_OK;
+}
+
+/* record = nthread : [R] : [W] as jive5ab: each given count 1 or more */
+static int rd_record_nthread(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	uint64_t v[2] = { d->nthread_r, d->nthread_w };
+	if (np > 3) {
+		rd_field(o, "record = nthread : [READERS] : [WRITERS]");
+		return VS_PARAM;
+	}
+	for (unsigned k = 1; k < np; k++)
+		if (p[k][0] && recfs_parse_num("nthread", p[k], 1, 1024, &v[k - 1])) {
+			rd_field(o, "nthread '%.32s' is not a count from 1 to 1024", p[k]);
+			return VS_PARAM;
+		}
+	d->nthread_r = (unsigned)v[0];
+	d->nthread_w = (unsigned)v[1];
+	return VS_OK;
+}
+
+/* The scan's recording name as jive5ab builds it: EXPERIMENT_STATION_SCAN
+ * when they are given; one already recorded gets jive5ab's suffix, 'a'
+ * to 'z' then 'A' to 'Z' (net2vbs.cc, mk_scan_name).  0, or an rc. */
+static int rd_scan_name(struct rd *d, const char *scan, const char *exp, const char *st, char *name,
+			size_t len, bool *renamed, struct rd_out *o)
+{
+	*renamed = false;
+	int n;
+	if (exp[0] && st[0])
+		n = snprintf(name, len, "%s_%s_%s", exp, st, scan);
+	else if (exp[0])
+		n = snprintf(name, len, "%s_%s", exp, scan);
+	else
+		n = snprintf(name, len, "%s", scan);
+	if (n < 0 || (size_t)n + 1 >= len) { /* room for the suffix */
+		rd_field(o, "scan name too long (at most %zu bytes)", len - 2);
+		return VS_PARAM;
+	}
+	if (!rd_name_taken(d, name))
+		return VS_OK;
+	static const char sfx[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	for (const char *c = sfx; *c; c++) {
+		name[n] = *c;
+		name[n + 1] = 0;
+		*renamed = true;
+		if (!rd_name_taken(d, name))
+			return VS_OK;
+	}
+	name[n] = 0;
+	rd_field(o, "'%s' and its 52 suffixed names are all recorded", name);
+	return VS_CONFLICT;
 }
 
 static int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
+	static const char usage[] = "record = on : SCAN [: EXPERIMENT [: STATION]], record = off, "
+				    "record = START : [DURATION] : [GB] : SCAN [: EXPERIMENT [: STATION]], "
+				    "record = nthread : [R] : [W] or record = mk6 : 0";
 	if (np == 0) {
-		rd_field(o, "record = on or START : SCAN [: EXPERIMENT [: STATION]] or record = off");
+		rd_field(o, "%s", usage);
 		return VS_PARAM;
 	}
+	/* off, with whatever follows (the FS sends its label): jive5ab's 1,
+	 * the scan closes after the line */
 	if (!strcasecmp(p[0], "off")) {
-		if (np > 1) {
-			rd_field(o, "record=off takes no parameters");
-			return VS_PARAM;
-		}
 		int rc = rd_scan_stop(d);
 		if (rc)
 			rd_field(o, "%s", d->why);
-		return rc;
+		return rc ? rc : VS_INITIATED;
 	}
-	/* on: at the next datagram; a VEX time (Mark6's start time): at
-	 * the first VDIF frame 0 of a second at or after it, so a time
-	 * already past starts at the next second boundary */
-	int64_t start = 0;
-	if (strcasecmp(p[0], "on")) {
-		start = rd_vex_time(p[0]);
-		if (start < 0) {
-			rd_field(o, "'%.32s' is not on, off or a start time such as 2026y327d18h30m00s", p[0]);
+	if (!strcasecmp(p[0], "nthread"))
+		return rd_record_nthread(d, np, p, o);
+	if (!strcasecmp(p[0], "mk6")) {
+		uint64_t v;
+		if (np != 2 || recfs_parse_num("mk6", p[1], 0, 1, &v)) {
+			rd_field(o, "record = mk6 : 0 or 1");
 			return VS_PARAM;
 		}
+		if (v) {
+			rd_field(o, "recfsd records recfs recordings, not Mark6 scatter-gather files");
+			return VS_NOT_IMPL;
+		}
+		return VS_OK;
+	}
+	/* on: at the next datagram.  A VEX time, Mark6 cplane's line START :
+	 * DURATION : GB : SCAN : EXP : STATION: at the first VDIF frame 0 of
+	 * a second at or after it (a time already past starts at the next
+	 * second boundary), and for DURATION seconds from START */
+	int64_t start = 0;
+	uint64_t dur = 0;
+	const char *scan, *exp, *st;
+	if (!strcasecmp(p[0], "on")) {
+		if (np < 2 || np > 4 || rd_name_part(p[1], 64) || (np > 2 && p[2][0] && rd_name_part(p[2], 32)) ||
+		    (np > 3 && p[3][0] && rd_name_part(p[3], 8))) {
+			rd_field(o, "record = on : SCAN [: EXPERIMENT [: STATION]], at most 64, 32 and 8 printable bytes, no spaces or '/'");
+			return VS_PARAM;
+		}
+		scan = p[1];
+		exp = np > 2 ? p[2] : "";
+		st = np > 3 ? p[3] : "";
+	} else {
+		start = rd_vex_time(p[0]);
+		if (start < 0) {
+			rd_field(o, "'%.32s' is not on, off, nthread, mk6 or a start time such as 2026y327d18h30m00s", p[0]);
+			return VS_PARAM;
+		}
+		uint64_t gb;
+		if (np < 4 || np > 6 || (p[1][0] && recfs_parse_num("duration", p[1], 1, 86400, &dur)) ||
+		    (p[2][0] && recfs_parse_num("GB", p[2], 0, 1000000, &gb)) || rd_name_part(p[3], 64) ||
+		    (np > 4 && p[4][0] && rd_name_part(p[4], 32)) || (np > 5 && p[5][0] && rd_name_part(p[5], 8))) {
+			rd_field(o, "record = START : [DURATION] : [GB] : SCAN [: EXPERIMENT [: STATION]] (Mark6 cplane), DURATION 1 to 86400 s");
+			return VS_PARAM;
+		}
+		scan = p[3];
+		exp = np > 4 ? p[4] : "";
+		st = np > 5 ? p[5] : "";
 		if (!d->fmt_vdif) {
 			rd_field(o, "a start time needs --format vdif (it waits for a VDIF second)");
 			return VS_CONFLICT;
@@ -151,33 +271,29 @@ static int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o
 			return VS_NOT_IMPL;
 		}
 	}
-	if (np < 2 || np > 4 || rd_name_part(p[1], 64) || (np > 2 && p[2][0] && rd_name_part(p[2], 32)) ||
-	    (np > 3 && p[3][0] && rd_name_part(p[3], 8))) {
-		rd_field(o, "record = on or START : SCAN [: EXPERIMENT [: STATION]], at most 64, 32 and 8 printable bytes, no spaces or '/'");
-		return VS_PARAM;
+	rd_refresh(d);
+	if (d->recording) {
+		rd_field(o, "already recording scan '%s'", d->cur.name);
+		return VS_CONFLICT;
 	}
-	/* jive5ab: EXPERIMENT_STATION_SCAN when they are given */
 	char name[RECFS_NAME_MAX + 1];
-	const char *exp = np > 2 ? p[2] : "", *st = np > 3 ? p[3] : "";
-	int n;
-	if (exp[0] && st[0])
-		n = snprintf(name, sizeof(name), "%s_%s_%s", exp, st, p[1]);
-	else if (exp[0])
-		n = snprintf(name, sizeof(name), "%s_%s", exp, p[1]);
-	else
-		n = snprintf(name, sizeof(name), "%s", p[1]);
-	if (n < 0 || (size_t)n >= sizeof(name)) {
-		rd_field(o, "scan name too long (at most %d bytes)", RECFS_NAME_MAX);
-		return VS_PARAM;
-	}
-	int rc = rd_scan_start(d, name, p[1], 0, start);
+	bool renamed;
+	int rc = rd_scan_name(d, scan, exp, st, name, sizeof(name), &renamed, o);
 	if (rc)
+		return rc;
+	rc = rd_scan_start(d, name, scan, 0, start);
+	if (rc) {
 		rd_field(o, "%s", d->why);
-	else {
-		snprintf(d->exp, sizeof(d->exp), "%s", exp);
-		snprintf(d->station, sizeof(d->station), "%s", st);
+		return rc;
 	}
-	return rc;
+	snprintf(d->exp, sizeof(d->exp), "%s", exp);
+	snprintf(d->station, sizeof(d->station), "%s", st);
+	if (dur)
+		d->stop_at_ns = (uint64_t)(start + (int64_t)dur) * 1000000000ull;
+	/* jive5ab names the recording when it gave it a suffix */
+	if (renamed)
+		rd_field(o, "%s", name);
+	return VS_OK;
 }
 
 /* scan_set = SCAN# | NAME : which scan scan_check? reports (one of the
@@ -199,7 +315,12 @@ static int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out 
 		rd_field(o, "scan_set = SCAN# or NAME");
 		return VS_PARAM;
 	}
-	if (np > 1) {
+	/* the FS sends scan_set = LABEL :  :  ; with empty offsets: the
+	 * whole scan, as jive5ab takes them */
+	bool offsets = false;
+	for (unsigned k = 1; k < np; k++)
+		offsets |= p[k][0] != 0;
+	if (offsets) {
 		rd_field(o, "scan_set: start and stop offsets are not implemented here");
 		return VS_NOT_IMPL;
 	}
@@ -216,11 +337,131 @@ static int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out 
 	return VS_PARAM;
 }
 
-/* scan_check? : the last scan (or scan_set's) once sealed, per jive5ab:
- * scan# : label : data type : frame size : start : length : rate :
- * missing bytes, one group of fields per input. */
+/* What scan_check? reports of one recording, from its data: the first
+ * frame's time tag, threads, tracks, frame size, and the time tag of
+ * the last frame, as jive5ab's scan_check reads them (scan_check_vbs.cc
+ * reads the first MB; threads are counted there). */
+struct rd_check {
+	bool vdif;
+	uint32_t frame_size, threads, tracks, payload;
+	uint64_t frames;                /* recorded */
+	double first, last;             /* time tags, Unix seconds */
+	double secs;                    /* duration by the time tags */
+	uint64_t fps;                   /* frames per second per thread, 0 unknown */
+	uint64_t missing;               /* bytes, by the time tags */
+	double rate;                    /* Mbit/s per track */
+};
+
+static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len, struct rd_check *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->frame_size = rec->input.frame_size;
+	uint32_t fs = c->frame_size;
+	if (rec->input.format != RECFS_FMT_VDIF || fs < 32 || len < fs)
+		return;
+	size_t want = len < 1000000 ? (size_t)len : 1000000;
+	want -= want % fs;
+	uint8_t *buf = malloc(want), last[32];
+	if (!buf)
+		return;
+	struct rr_vdif_hdr h0, h1, h;
+	uint32_t seen[64];
+	unsigned nseen = 0;
+	pthread_mutex_lock(&d->pack_lock);
+	bool ok = recfs_rec_pread(d->p, rec, buf, want, 0, 0) == (ssize_t)want &&
+		  recfs_rec_pread(d->p, rec, last, sizeof(last), (len / fs - 1) * fs, 0) == (ssize_t)sizeof(last);
+	pthread_mutex_unlock(&d->pack_lock);
+	ok = ok && rr_vdif_decode(buf, &h0) && rr_vdif_decode(last, &h1);
+	for (size_t off = 0; ok && off + fs <= want; off += fs) {
+		if (!rr_vdif_decode(buf + off, &h))
+			continue;
+		unsigned k;
+		for (k = 0; k < nseen && seen[k] != h.thread; k++)
+			;
+		if (k == nseen && nseen < 64)
+			seen[nseen++] = h.thread;
+	}
+	if (ok) {
+		/* word 2: log2 channels (bits 24-28); word 3: complex (31), bits
+		 * per sample - 1 (26-30) */
+		uint32_t w2 = rr_get_le32(buf + 8), w3 = rr_get_le32(buf + 12);
+		c->vdif = true;
+		c->threads = nseen ? nseen : 1;
+		c->tracks = (1u << ((w2 >> 24) & 0x1f)) * (((w3 >> 26) & 0x1f) + 1) * ((w3 >> 31) ? 2 : 1);
+		c->payload = fs - (h0.legacy ? 16 : 32);
+		c->frames = len / fs;
+		/* frames per second from the two time tags: per thread, the
+		 * frames from the first to the last, recorded or lost */
+		int64_t s0 = rr_vdif_unix(&h0), s1 = rr_vdif_unix(&h1);
+		uint64_t per = (c->frames + rec->loss.frames_lost) / c->threads;
+		if (s1 > s0 && per > 1 + h1.frame_no) {
+			uint64_t n = per - 1 - h1.frame_no + h0.frame_no;
+			c->fps = (n + (uint64_t)(s1 - s0) / 2) / (uint64_t)(s1 - s0);
+		}
+		double fps = c->fps ? (double)c->fps : 0;
+		c->first = (double)s0 + (fps ? h0.frame_no / fps : 0);
+		c->last = (double)s1 + (fps ? h1.frame_no / fps : 0);
+		c->secs = fps ? c->last - c->first + 1 / fps : (double)(rec->end_ns - rec->start_ns) * 1e-9;
+		if (!fps && c->secs > 0)
+			c->fps = (uint64_t)((double)per / c->secs + 0.5);
+		c->rate = c->tracks ? (double)c->payload * 8 * (double)c->fps / c->tracks / 1e6 : 0;
+		uint64_t expect = fps ? (uint64_t)(c->secs * fps + 0.5) * c->threads : c->frames;
+		c->missing = expect > c->frames ? (expect - c->frames) * fs : 0;
+	}
+	free(buf);
+}
+
+/* A time tag as VSI-S writes it: 2026y326d17h05m03.1234s (UTC) */
+static void rd_vsi_time_s(double t, char *out, size_t len)
+{
+	uint64_t ns = t > 0 ? (uint64_t)(t * 1e9 + 0.5) : 0;
+	rd_vsi_time(ns, out, len);
+}
+
+/* The nine fields the Field System reads from a FlexBuff's scan_check?
+ * (nvi-inc/fs clib/scan_check_util.c, its mk5b branch), in its order:
+ * scan# : label : data type : tracks x threads : start : duration :
+ * track rate (Mbit/s) : missing bytes : frame size. */
+static void rd_check_fields(struct rd_out *o, uint64_t no, const char *label, const struct rd_check *c,
+			    const struct recfs_rec *rec, uint64_t len, double secs)
+{
+	char t[48];
+	rd_field(o, "%" PRIu64, no);
+	rd_field(o, "%s", label);
+	if (c->vdif) {
+		rd_vsi_time_s(c->first, t, sizeof(t));
+		rd_field(o, "VDIF");
+		rd_field(o, "%u", c->tracks * c->threads);
+		rd_field(o, "%s", t);
+		rd_field(o, "%.4fs", secs);
+		rd_field(o, "%.6f", c->rate);
+		rd_field(o, "%" PRIu64, c->missing);
+		rd_field(o, "%u", c->frame_size);
+	} else {
+		/* raw: the host clock, the bytes' rate, no tracks */
+		rd_vsi_time(rec->start_ns, t, sizeof(t));
+		rd_field(o, "raw");
+		rd_field(o, "0");
+		rd_field(o, "%s", t);
+		rd_field(o, "%.4fs", secs);
+		rd_field(o, "%.6f", secs > 0 ? (double)len * 8e-6 / secs : 0.0);
+		rd_field(o, "%" PRIu64, (uint64_t)0);
+		rd_field(o, "%u", rec->input.frame_size);
+	}
+}
+
+/* scan_check? [N] : the last scan (or scan_set's) once sealed.  Without N
+ * one summary line for all its recordings (it fits mk5cn's 1022 bytes
+ * however many streams): the nine fields of the FS, then recfs's own,
+ * recordings : bytes : lost frames by the VDIF headers.  With N (0 to
+ * recordings - 1) the same of recording N alone, named in full. */
 static int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
+	uint64_t which = UINT64_MAX;
+	if (np > 1 || (np == 1 && p[0][0] && recfs_parse_num("scan_check", p[0], 0, d->nst - 1, &which))) {
+		rd_field(o, "scan_check? [RECORDING], RECORDING 0 to %u", d->nst - 1);
+		return VS_PARAM;
+	}
 	rd_refresh(d);
 	if (!d->check.no) {
 		rd_field(o, "no scan recorded yet");
@@ -231,51 +472,81 @@ static int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_ou
 		return VS_BUSY;
 	}
 	struct rd_scan sc = d->check;
-	if (!rd_scan_wait(d, &sc, 1000000000ull)) {
+	if (!rd_scan_done(d, &sc)) {
 		rd_field(o, "scan %" PRIu64 " is still being sealed", sc.no);
 		return VS_BUSY;
 	}
-	int rc = 0;
+	struct rd_check sum = { 0 }, c;
+	struct recfs_rec first = { 0 };
+	uint64_t bytes = 0, lost = 0;
+	double t0 = 0, t1 = 0, secs = 0;
+	unsigned nrec = 0;
 	for (unsigned i = 0; i < d->nst; i++) {
+		if (which != UINT64_MAX && i != which)
+			continue;
 		struct rr *r = d->st[i].r;
 		struct rr_seg *s = rr_seg_at(r, sc.seg);
 		pthread_mutex_lock(&r->seg_lock);
 		struct recfs_rec rec = s->rec;
 		int state = atomic_load(&s->state);
-		uint64_t len = s->len, dropped = s->ring_dropped + s->kernel_dropped;
-		uint64_t lost = s->loss.frames_lost;
-		char msg[sizeof(s->msg)];
+		uint64_t len = s->len;
+		char msg[sizeof(s->msg)], name[RECFS_NAME_MAX + 1];
 		snprintf(msg, sizeof(msg), "%s", s->msg);
-		char name[RECFS_NAME_MAX + 1];
 		snprintf(name, sizeof(name), "%s", s->name);
 		pthread_mutex_unlock(&r->seg_lock);
-		rd_field(o, "%" PRIu64, sc.no);
-		rd_field(o, "%s", name);
 		if (state == RR_SEG_FAILED) {
+			rd_field(o, "%" PRIu64, sc.no);
+			rd_field(o, "%s", name);
 			rd_field(o, "error");
 			rd_field(o, "%s", msg);
-			rc = VS_FAILED;
-			continue;
+			return VS_FAILED;
 		}
-		if (len == 0) { /* nothing arrived: no recording */
-			rd_field(o, "-");
-			rd_field(o, "no data");
-			continue;
+		if (len == 0)
+			continue; /* nothing arrived: no recording */
+		rd_check_rec(d, &rec, len, &c);
+		double rs = c.vdif ? c.secs : (rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0);
+		if (which != UINT64_MAX) {
+			rd_check_fields(o, sc.no, name, &c, &rec, len, rs);
+			rd_field(o, "1");
+			rd_field(o, "%" PRIu64, len);
+			rd_field(o, "%" PRIu64, rec.loss.frames_lost);
+			return VS_OK;
 		}
-		double secs = rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0;
-		char t[48];
-		rd_vsi_time(rec.start_ns, t, sizeof(t));
-		rd_field(o, "%s", rec.input.format == RECFS_FMT_VDIF ? "vdif" : "raw");
-		rd_field(o, "%u", rec.input.frame_size);
-		rd_field(o, "%s", t);
-		rd_field(o, "%.4fs", secs);
-		rd_field(o, "%.3fMbps", secs > 0 ? (double)len * 8e-6 / secs : 0.0);
-		/* missing: frames the VDIF headers say were lost, else datagrams dropped */
-		uint64_t fs = rec.input.frame_size ? rec.input.frame_size : 0;
-		rd_field(o, "%" PRIu64, lost ? lost * fs : dropped * fs);
-		rd_field(o, "%" PRIu64, len);
+		if (!nrec++) {
+			sum = c;
+			first = rec;
+			t0 = c.first;
+			t1 = c.first + rs;
+			sum.tracks = sum.threads = 0;
+			sum.missing = 0;
+		}
+		/* the scan: tracks x threads over its recordings, from the
+		 * earliest first frame to the latest end */
+		sum.threads += c.vdif ? c.tracks * c.threads : 0;
+		sum.missing += c.missing;
+		if (c.vdif && c.first < t0)
+			t0 = c.first;
+		if (c.first + rs > t1)
+			t1 = c.first + rs;
+		bytes += len;
+		lost += rec.loss.frames_lost;
 	}
-	return rc;
+	if (!nrec) {
+		rd_field(o, "%" PRIu64, sc.no);
+		rd_field(o, "%s", sc.name);
+		rd_field(o, "-");
+		rd_field(o, "no data");
+		return VS_OK;
+	}
+	secs = t1 - t0;
+	sum.first = t0;
+	sum.tracks = sum.threads; /* tracks x threads, summed */
+	sum.threads = 1;
+	rd_check_fields(o, sc.no, sc.name, &sum, &first, bytes, secs);
+	rd_field(o, "%u", nrec);
+	rd_field(o, "%" PRIu64, bytes);
+	rd_field(o, "%" PRIu64, lost);
+	return VS_OK;
 }
 
 static int rd_dir_info(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
@@ -294,12 +565,19 @@ static int rd_dir_info(struct rd *d, unsigned np, char *const *p, struct rd_out 
 		rd_field(o, "%s", recfs_errmsg());
 		return VS_FAILED;
 	}
+	/* jive5ab on a FlexBuff (dirinfo_vbs.cc): ? : used : total; recfsd
+	 * counts the recordings, and adds the free bytes */
 	rd_field(o, "%" PRIu64, n);
 	rd_field(o, "%" PRIu64, bytes);
+	rd_field(o, "%" PRIu64, info.capacity);
 	rd_field(o, "%" PRIu64, info.free);
 	return 0;
 }
 
+/* status? : jive5ab's (status.cc): the status word, then the pending
+ * error's number, message and time.  Bits: 0x1 ready, 0x2 an error
+ * error? has not read yet (or a condition that refuses every scan),
+ * 0x40 recording, 0x80 pack full (Mark5's media full). */
 static int rd_status(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	int rc;
@@ -312,23 +590,79 @@ static int rd_status(struct rd *d, unsigned np, char *const *p, struct rd_out *o
 		st |= RD_ST_FULL;
 	else if (no)
 		st |= RD_ST_ERROR;
-	if (d->halted[0] && !(st & RD_ST_FULL))
+	if (d->err_no)
 		st |= RD_ST_ERROR;
 	rd_field(o, "0x%08x", st);
-	rd_field(o, "%s", d->recording ? "recording" : no ? "halted" : "idle");
-	if (no)
-		rd_field(o, "%s", no);
-	else if (d->halted[0])
-		rd_field(o, "%s", d->halted);
-	return 0;
+	/* a condition that refuses every scan first (it names the member),
+	 * else the error error? has not read */
+	bool cond = no && !(st & RD_ST_FULL);
+	if (cond || d->err_no) {
+		char t[48];
+		rd_vsi_time(cond ? rd_now_ns() : d->err_ns, t, sizeof(t));
+		rd_field(o, "%d", cond ? VS_FAILED : d->err_no);
+		rd_field(o, "%s", cond ? no : d->err_msg);
+		rd_field(o, "%s", t);
+	}
+	return VS_OK;
+}
+
+/* error? : jive5ab's (error.cc): number : message : time : (last time :
+ * count, empty: recfsd keeps one error), and the error is read: status?
+ * drops bit 0x2.  Empty fields when there is none. */
+static int rd_error_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	rd_refresh(d);
+	if (!d->err_no) {
+		rd_field(o, "%s", "");
+		rd_field(o, "%s", "");
+		rd_field(o, "%s", "");
+	} else {
+		char t[48];
+		rd_vsi_time(d->err_ns, t, sizeof(t));
+		rd_field(o, "%d", d->err_no);
+		rd_field(o, "%s", d->err_msg);
+		rd_field(o, "%s", t);
+		d->err_no = 0;
+	}
+	rd_field(o, "%s", "");
+	rd_field(o, "%s", "");
+	return VS_OK;
 }
 
 /* mode = VDIF_<framesize>-<Mbps>-<channels>-<bits> | raw : what applies
  * to recfs is the data type (vdif checks frames and keeps a loss map). */
+/* mode? : jive5ab's layout, as the FS's fb_mode reads it (nvi-inc/fs
+ * clib/mk5b_mode_util.c): mode : data type : tracks : track rate (Mbit/s)
+ * : frame size, from the last mode = VDIF_<payload>-<Mbps>-<channels>-<bits>;
+ * before one, the data type alone. */
 static int rd_mode_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	rd_field(o, "%s", d->fmt_vdif ? "vdif" : "raw");
-	return 0;
+	if (!d->mode[0]) {
+		rd_field(o, "%s", d->fmt_vdif ? "vdif" : "raw");
+		return VS_OK;
+	}
+	rd_field(o, "%s", d->mode);
+	rd_field(o, "VDIF");
+	rd_field(o, "%u", d->mode_tracks);
+	rd_field(o, "%.6f", d->mode_tracks ? (double)d->mode_mbps / d->mode_tracks : 0.0);
+	rd_field(o, "%u", d->mode_payload + 32);
+	return VS_OK;
+}
+
+/* VDIF_<payload>-<Mbps>-<channels>-<bits>, every number strict */
+static int rd_mode_vdif(const char *m, uint64_t v[4])
+{
+	static const uint64_t hi[4] = { 65536 - 32, 1000000, 1024, 32 };
+	static const char *const what[4] = { "payload", "Mbit/s", "channels", "bits" };
+	char buf[64];
+	if (strlen(m) >= sizeof(buf) || strncasecmp(m, "VDIF_", 5))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", m + 5);
+	char *save = NULL, *t = strtok_r(buf, "-", &save);
+	for (unsigned k = 0; k < 4; k++, t = strtok_r(NULL, "-", &save))
+		if (!t || recfs_parse_num(what[k], t, 1, hi[k], &v[k]))
+			return -1;
+	return t || v[0] % 8 ? -1 : 0;
 }
 
 static int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
@@ -338,6 +672,7 @@ static int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_PARAM;
 	}
 	bool vdif;
+	uint64_t v[4] = { 0 };
 	if (!strncasecmp(p[0], "vdif", 4))
 		vdif = true;
 	else if (!strcasecmp(p[0], "raw") || !strcasecmp(p[0], "none"))
@@ -350,7 +685,18 @@ static int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "recfsd was started with --format %s; restart it to change", d->fmt_vdif ? "vdif" : "raw");
 		return VS_CONFLICT;
 	}
-	return 0;
+	if (vdif && strcasecmp(p[0], "vdif") && rd_mode_vdif(p[0], v)) {
+		rd_field(o, "mode '%.32s': want VDIF_<payload bytes>-<Mbit/s>-<channels>-<bits>", p[0]);
+		return VS_PARAM;
+	}
+	d->mode[0] = 0;
+	if (v[0]) {
+		snprintf(d->mode, sizeof(d->mode), "%s", p[0]);
+		d->mode_payload = (uint32_t)v[0];
+		d->mode_mbps = (uint32_t)v[1];
+		d->mode_tracks = (uint32_t)(v[2] * v[3]);
+	}
+	return VS_OK;
 }
 
 static int rd_net_protocol_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
@@ -366,9 +712,9 @@ static int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_
 		rd_field(o, "recfsd receives udp (and udps, the 8-byte sequence-number prefix, as --strip 8)");
 		return np < 1 ? VS_PARAM : VS_CONFLICT;
 	}
-	/* jive5ab: PROTOCOL : SOCBUF : BLOCKSIZE : NBLOCK.  The socket
-	 * buffer and the ring are sized when recfsd starts: a SOCBUF within
-	 * --rcvbuf is already had, the ring's shape is recfsd's own */
+	/* jive5ab: PROTOCOL : SOCBUF : BLOCKSIZE : NBLOCK.  A SOCBUF within
+	 * --rcvbuf is already had, a larger one is asked of the kernel; the
+	 * ring's shape is recfsd's own */
 	static const char *const what[] = { "", "SOCBUF", "BLOCKSIZE", "NBLOCK" };
 	uint64_t v[4] = { 0 }, rcvbuf = d->st[0].r->rcvbuf;
 	if (np > 4) {
@@ -380,10 +726,6 @@ static int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_
 			rd_field(o, "net_protocol %s '%.32s' is not a size", what[k], p[k]);
 			return VS_PARAM;
 		}
-	if (v[1] > rcvbuf) {
-		rd_field(o, "socket buffer is %" PRIu64 " bytes (--rcvbuf, set when recfsd starts)", rcvbuf);
-		return VS_CONFLICT;
-	}
 	bool udps = strcasecmp(p[0], "udp") != 0;
 	unsigned want = udps ? 8 : 0;
 	if (d->st[0].r->strip != want) {
@@ -391,7 +733,32 @@ static int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_
 			 want);
 		return VS_CONFLICT;
 	}
-	return 0;
+	/* a larger socket buffer than --rcvbuf (the FS asks 128 MB above 4
+	 * Gbit/s): grown on every input now, as far as the kernel allows */
+	if (v[1] > rcvbuf) {
+		if (v[1] > INT_MAX / 2) {
+			rd_field(o, "socket buffer at most %d bytes", INT_MAX / 2);
+			return VS_PARAM;
+		}
+		int ask = (int)v[1];
+		for (unsigned i = 0; i < d->nin; i++) {
+			const struct rd_input *in = &d->in[i];
+			int fd = d->nsplit ? in->split.fd : d->st[in->first].r->in_fd, have = 0;
+			socklen_t hl = sizeof(have);
+			if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &ask, sizeof(ask)))
+				setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &ask, sizeof(ask));
+			/* the kernel reports twice what it keeps for data */
+			if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &have, &hl) || (uint64_t)have / 2 < v[1]) {
+				rd_field(o, "input %s: the kernel gave a socket buffer of %d bytes, not %" PRIu64
+					 " (raise net.core.rmem_max, or start recfsd with --rcvbuf)",
+					 in->label, have / 2, v[1]);
+				return VS_CONFLICT;
+			}
+		}
+		for (unsigned k = 0; k < d->nst; k++)
+			d->st[k].r->rcvbuf = v[1];
+	}
+	return VS_OK;
 }
 
 static int rd_net_port_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
@@ -478,6 +845,43 @@ static int rd_version_q(struct rd *d, unsigned np, char *const *p, struct rd_out
 	return VS_OK;
 }
 
+/* dts_id? : jive5ab's fields (dtsid.cc) on a FlexBuff: system type
+ * (none: "-"), software revision, media (1: disk), serial (the host's
+ * short name), DIMs, DOMs, command set revision, I/O board fields. */
+static int rd_dts_id_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	char host[128] = "-";
+	gethostname(host, sizeof(host) - 1);
+	host[strcspn(host, ".")] = 0;
+	rd_field(o, "-");
+	rd_field(o, "recfsd-%s", RECFS_VERSION_STRING);
+	rd_field(o, "1");
+	rd_field(o, "%s", host);
+	rd_field(o, "0");
+	rd_field(o, "0");
+	rd_field(o, "-");
+	rd_field(o, "-");
+	rd_field(o, "-");
+	return VS_OK;
+}
+
+/* os_rev? : the first line of /proc/version, as jive5ab (os_rev.cc) */
+static int rd_os_rev_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	char line[400] = "";
+	FILE *f = fopen("/proc/version", "r");
+	if (!f || !fgets(line, sizeof(line), f)) {
+		if (f)
+			fclose(f);
+		rd_field(o, "failed to read /proc/version");
+		return VS_FAILED;
+	}
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	rd_field(o, "%s", line);
+	return VS_OK;
+}
+
 /* The keywords: what a command (keyword = ...) and a query (keyword ? ...)
  * run; NULL where the keyword has no such form (answered 2). */
 typedef int rd_handler(struct rd *d, unsigned np, char *const *p, struct rd_out *o);
@@ -490,7 +894,10 @@ static const struct rd_keyword {
 	{ "scan_check", NULL, rd_scan_check },
 	{ "dir_info", NULL, rd_dir_info },
 	{ "status", NULL, rd_status },
+	{ "error", NULL, rd_error_q },
 	{ "version", NULL, rd_version_q },
+	{ "dts_id", NULL, rd_dts_id_q },
+	{ "os_rev", NULL, rd_os_rev_q },
 	{ "mode", rd_mode, rd_mode_q },
 	{ "net_protocol", rd_net_protocol, rd_net_protocol_q },
 	{ "net_port", rd_net_port, rd_net_port_q },
@@ -501,7 +908,7 @@ static const struct rd_keyword {
 int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,
 		size_t outlen)
 {
-	struct rd_out o = { out, outlen, 0 };
+	struct rd_out o = { out, outlen, 0, 0 };
 	const struct rd_keyword *k = NULL;
 	int rc;
 	out[0] = 0;
@@ -557,7 +964,6 @@ int rd_ctl_start(struct rd *d, const struct sockaddr_storage *a, socklen_t len, 
 
 void rd_ctl_stop(struct rd *d)
 {
-	(void)d;
 	if (rd_vs)
 		vs_server_stop(rd_vs);
 	rd_vs = NULL;

@@ -67,6 +67,15 @@ struct rd {
 	char why[384];                  /* the last refusal's reason */
 	char exp[64], station[16];      /* the last record=on's, for names */
 	uint32_t mtu;                   /* mtu= as the station set it (0: none) */
+	char mode[64];                  /* mode= VDIF_..., as given ("": none) */
+	uint32_t mode_payload, mode_mbps, mode_tracks;
+	unsigned nthread_r, nthread_w;  /* record=nthread (jive5ab's; kept, not used) */
+	uint64_t stop_at_ns;            /* wall clock: the open scan stops itself (0: never) */
+	uint64_t bytes0;                /* bytes recorded before the open scan */
+	/* the error status? flags until error? reads it (jive5ab's error queue of one) */
+	int err_no;                     /* 0: none */
+	char err_msg[384];
+	uint64_t err_ns;
 };
 
 void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, size_t len);
@@ -76,7 +85,9 @@ const char *rd_refuse(struct rd *d, int *rc);
 int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit, int64_t start_unix);
 int rd_scan_stop(struct rd *d);
 void rd_line_end(struct rd *d);
-bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns);
+bool rd_name_taken(struct rd *d, const char *name);
+void rd_error(struct rd *d, int no, const char *msg);
+void rd_tick(struct rd *d);
 
 /* ctl.c: one VSI-S statement; its return code, its reply fields in out */
 int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,
