@@ -6,9 +6,11 @@
  * jive5ab's field order where jive5ab has the keyword (recfsd.8 lists them).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -367,9 +369,16 @@ static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len
 	struct rr_vdif_hdr h0, h1, h;
 	uint32_t seen[64];
 	unsigned nseen = 0;
+	/* the pack lock in 64 KiB pieces: a writer's commit waits for one */
+	bool ok = true;
+	for (size_t off = 0; ok && off < want; off += 65536) {
+		size_t n = want - off < 65536 ? want - off : 65536;
+		pthread_mutex_lock(&d->pack_lock);
+		ok = recfs_rec_pread(d->p, rec, buf + off, n, off, 0) == (ssize_t)n;
+		pthread_mutex_unlock(&d->pack_lock);
+	}
 	pthread_mutex_lock(&d->pack_lock);
-	bool ok = recfs_rec_pread(d->p, rec, buf, want, 0, 0) == (ssize_t)want &&
-		  recfs_rec_pread(d->p, rec, last, sizeof(last), (len / fs - 1) * fs, 0) == (ssize_t)sizeof(last);
+	ok = ok && recfs_rec_pread(d->p, rec, last, sizeof(last), (len / fs - 1) * fs, 0) == (ssize_t)sizeof(last);
 	pthread_mutex_unlock(&d->pack_lock);
 	ok = ok && rr_vdif_decode(buf, &h0) && rr_vdif_decode(last, &h1);
 	for (size_t off = 0; ok && off + fs <= want; off += fs) {
@@ -882,6 +891,416 @@ static int rd_os_rev_q(struct rd *d, unsigned np, char *const *p, struct rd_out 
 	return VS_OK;
 }
 
+/* The counters /metrics shows, summed over the streams. */
+struct rd_sums {
+	uint64_t packets, bytes, ring_dropped, kernel_dropped, wrong_size, frames_lost, written;
+};
+
+static void rd_sums(const struct rd *d, struct rd_sums *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr *r = d->st[i].r;
+		t->packets += atomic_load_explicit(&r->tot_packets, memory_order_relaxed);
+		t->bytes += atomic_load_explicit(&r->tot_bytes, memory_order_relaxed);
+		t->ring_dropped += atomic_load_explicit(&r->tot_ring_dropped, memory_order_relaxed);
+		t->kernel_dropped += atomic_load_explicit(&r->tot_kernel_dropped, memory_order_relaxed);
+		t->wrong_size += atomic_load_explicit(&r->tot_wrong_size, memory_order_relaxed);
+		t->frames_lost += atomic_load_explicit(&r->tot_frames_lost, memory_order_relaxed);
+		t->written += atomic_load_explicit(&r->tot_written, memory_order_relaxed);
+	}
+}
+
+/* evlbi? [= FORMAT...] : jive5ab's (evlbi.cc, runtime.cc fmt_evlbistats)
+ * with its default format; evlbi= the format in its parameters.  recfsd
+ * counts by datagram since it started: %t datagrams received, %l lost
+ * (dropped by the kernel or a full ring, and VDIF frames the headers say
+ * never came), %L as a percentage of received + lost, %d/%D discarded
+ * (wrong size), %o/%O, %r and %R out of order and its extent (recfsd keeps
+ * no such count: 0).  Any other text as written; ':' separates fields. */
+static int rd_evlbi_fmt(struct rd *d, const char *fmt, struct rd_out *o)
+{
+	struct rd_sums t;
+	rd_sums(d, &t);
+	uint64_t lost = t.ring_dropped + t.kernel_dropped + t.frames_lost;
+	double all = (double)t.packets + (double)lost;
+	char buf[1024];
+	size_t n = 0;
+	for (const char *c = fmt; *c && n + 64 < sizeof(buf); c++) {
+		if (*c != '%' || !c[1]) {
+			buf[n++] = *c;
+			continue;
+		}
+		c++;
+		int w = 0;
+		switch (*c) {
+		case 't': w = snprintf(buf + n, 64, "%" PRIu64, t.packets); break;
+		case 'l': w = snprintf(buf + n, 64, "%" PRIu64, lost); break;
+		case 'L': w = snprintf(buf + n, 64, "%5.2f%%", all > 0 ? lost * 100.0 / all : 0.0); break;
+		case 'd': w = snprintf(buf + n, 64, "%" PRIu64, t.wrong_size); break;
+		case 'D': w = snprintf(buf + n, 64, "%5.2f%%", all > 0 ? t.wrong_size * 100.0 / all : 0.0); break;
+		case 'o': case 'r': w = snprintf(buf + n, 64, "0"); break;
+		case 'O': w = snprintf(buf + n, 64, "%5.2f%%", 0.0); break;
+		case 'R': w = snprintf(buf + n, 64, "0seqnr/pkt"); break;
+		case '%': w = snprintf(buf + n, 64, "%%"); break;
+		default: w = snprintf(buf + n, 64, "%%%c", *c); break;
+		}
+		n += w > 0 ? (size_t)w : 0;
+	}
+	buf[n] = 0;
+	char *save = NULL;
+	for (char *f = strtok_r(buf, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
+		while (*f == ' ')
+			f++;
+		size_t l = strlen(f);
+		while (l && f[l - 1] == ' ')
+			f[--l] = 0;
+		rd_field(o, "%s", f);
+	}
+	return VS_OK;
+}
+
+static int rd_evlbi_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	return rd_evlbi_fmt(d, "total : %t : loss : %l (%L) : out-of-order : %o (%O) : extent : %R", o);
+}
+
+static int rd_evlbi(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	char fmt[512] = "";
+	size_t n = 0;
+	for (unsigned k = 0; k < np && n < sizeof(fmt); k++) {
+		int w = snprintf(fmt + n, sizeof(fmt) - n, "%s%s", k ? " : " : "", p[k]);
+		n += w > 0 ? (size_t)w : 0;
+	}
+	return rd_evlbi_fmt(d, fmt, o);
+}
+
+/* tstat= : jive5ab's (tstat.cc): time : transfer : per step its count;
+ * tstat? : seconds since the last tstat? : transfer : per step its rate,
+ * then the ring's fill.  recfsd's steps: receive (bytes into the rings) and
+ * write (bytes written to the members); "no_transfer" between scans. */
+static int rd_tstat(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	struct rd_sums t;
+	rd_sums(d, &t);
+	rd_refresh(d);
+	rd_field(o, "%.3f", (double)rd_now_ns() * 1e-9);
+	rd_field(o, "%s", d->recording ? "record" : "no_transfer");
+	rd_field(o, "receive");
+	rd_field(o, "%" PRIu64, t.bytes);
+	rd_field(o, "write");
+	rd_field(o, "%" PRIu64, t.written);
+	return VS_OK;
+}
+
+static int rd_tstat_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	struct rd_sums t;
+	rd_sums(d, &t);
+	rd_refresh(d);
+	uint64_t now = rr_mono_ns();
+	if (!d->recording) {
+		rd_field(o, "0.0");
+		rd_field(o, "no_transfer");
+		d->tstat_ns = 0;
+		return VS_OK;
+	}
+	if (!d->tstat_ns || now - d->tstat_ns < 100000000ull) {
+		/* jive5ab: the first query only starts the clock */
+		if (!d->tstat_ns) {
+			d->tstat_ns = now;
+			d->tstat_rx = t.bytes;
+			d->tstat_wr = t.written;
+		}
+		rd_field(o, "Retry - we're initialized now");
+		rd_field(o, "record");
+		return VS_INITIATED;
+	}
+	double dt = (double)(now - d->tstat_ns) * 1e-9;
+	rd_field(o, "%5.2fs", dt);
+	rd_field(o, "record");
+	rd_field(o, "receive %.3e bps", (double)(t.bytes - d->tstat_rx) * 8 / dt);
+	rd_field(o, "write %.3e bps", (double)(t.written - d->tstat_wr) * 8 / dt);
+	uint64_t fill = 0, size = 0;
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr *r = d->st[i].r;
+		uint64_t rel = atomic_load(&r->released), f = atomic_load(&r->filled);
+		size += r->ring_size;
+		fill += f > rel ? f - rel : 0;
+	}
+	rd_field(o, "F%4.1f%%", size ? fill * 100.0 / size : 0.0);
+	d->tstat_ns = now;
+	d->tstat_rx = t.bytes;
+	d->tstat_wr = t.written;
+	return VS_OK;
+}
+
+/* rtime? : jive5ab's on a FlexBuff (rtime_vbs.cc): seconds of recording
+ * left at the mode's rate : GB free : % free : format : tracks : 0MHz :
+ * total rate, from mode= (before one: "<unknown> (no mode set yet)"). */
+static int rd_rtime_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	struct recfs_pack_info info;
+	pthread_mutex_lock(&d->pack_lock);
+	int err = recfs_pack_info(d->p, &info);
+	pthread_mutex_unlock(&d->pack_lock);
+	if (err) {
+		rd_field(o, "%s", recfs_errmsg());
+		return VS_FAILED;
+	}
+	double free_b = (double)info.free, cap = (double)info.capacity;
+	/* the rate on the wire: payload rate times frame over payload */
+	double bps = d->mode[0] ? (double)d->mode_mbps * 1e6 * (d->mode_payload + 32) / d->mode_payload : 0;
+	if (bps > 0)
+		rd_field(o, "%.3fs", free_b * 8 / bps);
+	else
+		rd_field(o, "<unknown> (no mode set yet)");
+	rd_field(o, "%.3fGB", free_b / 1e9);
+	rd_field(o, "%.2f%%", cap > 0 ? free_b * 100 / cap : 0.0);
+	rd_field(o, "%s", d->mode[0] ? "VDIF" : d->fmt_vdif ? "vdif" : "raw");
+	rd_field(o, "%u", d->mode[0] ? d->mode_tracks : 0);
+	rd_field(o, "0MHz");
+	if (bps > 0)
+		rd_field(o, "%.3fMbps", bps / 1e6);
+	else
+		rd_field(o, "<unknown> Mbps");
+	return VS_OK;
+}
+
+/* set_disks? : jive5ab's (set_disks.cc): how many, then each mountpoint;
+ * recfsd's are the pack's members (set with the pack at start: set_disks=
+ * answers 2). */
+static int rd_set_disks_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	const struct recfs_geom *g = recfs_pack_geom(d->p);
+	rd_field(o, "%u", g->members);
+	for (unsigned i = 0; i < g->members; i++) {
+		struct recfs_dev *dv = recfs_pack_dev(d->p, i);
+		rd_field(o, "%s", dv ? dv->path : "-");
+	}
+	return VS_OK;
+}
+
+/* disk2file = [DEST] : [START] : [END | +BYTES] : [n | w | a] : jive5ab's
+ * data pull (disk2file_vbs.cc) of scan_set's scan (its first recording),
+ * bytes START to END into the local file DEST (default NAME.m5a, in
+ * recfsd's directory): n a new file, w truncated, a appended.  A pack
+ * member is refused as DEST, as every tool refuses it.  1 (initiated): a
+ * thread copies; disk2file? reports. */
+static void *rd_d2f_main(void *arg)
+{
+	struct rd *d = arg;
+	struct rd_d2f *x = &d->d2f;
+	size_t bs = 256u << 10; /* the pack lock for 256 KiB at a time */
+	char *buf = malloc(bs);
+	uint64_t off = x->start;
+	while (buf && off < x->end && !atomic_load(&x->quit)) {
+		size_t n = x->end - off < bs ? (size_t)(x->end - off) : bs;
+		pthread_mutex_lock(&d->pack_lock);
+		ssize_t r = recfs_rec_pread(d->p, &x->rec, buf, n, off, 0);
+		pthread_mutex_unlock(&d->pack_lock);
+		if (r <= 0) {
+			snprintf(x->err, sizeof(x->err), "read at %" PRIu64 ": %s", off, r < 0 ? recfs_errmsg() : "end");
+			break;
+		}
+		for (ssize_t w = 0; w < r;) {
+			ssize_t k = write(x->fd, buf + w, (size_t)(r - w));
+			if (k < 0) {
+				snprintf(x->err, sizeof(x->err), "%s: %s", x->dest, strerror(errno));
+				off = x->end;
+				r = 0;
+				break;
+			}
+			w += k;
+		}
+		off += (uint64_t)r;
+		atomic_store(&x->cur, off);
+	}
+	if (!buf)
+		snprintf(x->err, sizeof(x->err), "out of memory");
+	free(buf);
+	if (close(x->fd) && !x->err[0])
+		snprintf(x->err, sizeof(x->err), "%s: %s", x->dest, strerror(errno));
+	x->fd = -1;
+	atomic_store(&x->active, false);
+	return NULL;
+}
+
+static int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	struct rd_d2f *x = &d->d2f;
+	if (atomic_load(&x->active)) {
+		rd_field(o, "disk2file to %s is still running", x->dest);
+		return VS_BUSY;
+	}
+	if (x->started) {
+		pthread_join(x->thr, NULL);
+		x->started = false;
+	}
+	if (np > 4) {
+		rd_field(o, "disk2file = [DEST] : [START] : [END or +BYTES] : [n, w or a]");
+		return VS_PARAM;
+	}
+	rd_refresh(d);
+	if (!d->check.no) {
+		rd_field(o, "no scan was set using scan_set=");
+		return VS_CONFLICT;
+	}
+	if (d->recording && d->check.no == d->cur.no) {
+		rd_field(o, "scan %" PRIu64 " is still recording", d->check.no);
+		return VS_BUSY;
+	}
+	if (!rd_scan_done(d, &d->check)) {
+		rd_field(o, "scan %" PRIu64 " is still being sealed", d->check.no);
+		return VS_BUSY;
+	}
+	/* the scan's first recording that holds data */
+	struct recfs_rec rec = { 0 };
+	bool have = false;
+	for (unsigned i = 0; i < d->nst && !have; i++) {
+		struct rr *r = d->st[i].r;
+		struct rr_seg *s = rr_seg_at(r, d->check.seg);
+		pthread_mutex_lock(&r->seg_lock);
+		if (atomic_load(&s->state) == RR_SEG_SEALED && s->len) {
+			rec = s->rec;
+			have = true;
+		}
+		pthread_mutex_unlock(&r->seg_lock);
+	}
+	if (!have) {
+		rd_field(o, "scan %" PRIu64 " has no recording to copy", d->check.no);
+		return VS_CONFLICT;
+	}
+	uint64_t start = 0, end = rec.committed_len;
+	if (np > 1 && p[1][0] && (p[1][0] == '+' || p[1][0] == '-')) {
+		rd_field(o, "relative byteoffsets not allowed here");
+		return VS_PARAM;
+	}
+	if (np > 1 && p[1][0] && recfs_parse_num("disk2file START", p[1], 0, rec.committed_len, &start)) {
+		rd_field(o, "START '%.32s' is not a byte offset within the recording's %" PRIu64, p[1], rec.committed_len);
+		return VS_PARAM;
+	}
+	if (np > 2 && p[2][0]) {
+		bool plus = p[2][0] == '+';
+		uint64_t v;
+		if (recfs_parse_num("disk2file END", p[2] + plus, 0, UINT64_MAX, &v) ||
+		    (plus ? v > rec.committed_len - start : v < start || v > rec.committed_len)) {
+			rd_field(o, "END '%.32s' is not within the recording's %" PRIu64 " bytes, after START", p[2],
+				 rec.committed_len);
+			return VS_PARAM;
+		}
+		end = plus ? start + v : v;
+	}
+	const char *mode = np > 3 && p[3][0] ? p[3] : "n";
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY;
+	if (!strcmp(mode, "n"))
+		flags |= O_EXCL;
+	else if (!strcmp(mode, "a"))
+		flags |= O_APPEND;
+	else if (strcmp(mode, "w")) {
+		rd_field(o, "open mode must be n, w or a");
+		return VS_PARAM;
+	}
+	char dest[sizeof(x->dest)];
+	int n = np > 0 && p[0][0] ? snprintf(dest, sizeof(dest), "%s", p[0])
+				  : snprintf(dest, sizeof(dest), "%s.m5a", rec.name);
+	if (n < 0 || (size_t)n >= sizeof(dest)) {
+		rd_field(o, "destination longer than %zu bytes", sizeof(dest) - 1);
+		return VS_PARAM;
+	}
+	/* opened without truncating, refused if it is a member, then cut */
+	int fd = open(dest, flags, 0644);
+	if (fd < 0) {
+		rd_field(o, "%s: %s", dest, strerror(errno));
+		return errno == EEXIST ? VS_CONFLICT : VS_FAILED;
+	}
+	if (recfs_spec_check_output(d->pack_spec, "disk2file destination", dest, fd)) {
+		rd_field(o, "%s", recfs_errmsg());
+		close(fd);
+		return VS_CONFLICT;
+	}
+	if (!strcmp(mode, "w") && ftruncate(fd, 0)) {
+		rd_field(o, "%s: %s", dest, strerror(errno));
+		close(fd);
+		return VS_FAILED;
+	}
+	x->fd = fd;
+	x->rec = rec;
+	snprintf(x->dest, sizeof(x->dest), "%s", dest);
+	snprintf(x->mode, sizeof(x->mode), "%s", mode);
+	x->err[0] = 0;
+	x->start = start;
+	x->end = end;
+	atomic_store(&x->cur, start);
+	atomic_store(&x->quit, false);
+	atomic_store(&x->active, true);
+	int e = pthread_create(&x->thr, NULL, rd_d2f_main, d);
+	if (e) {
+		atomic_store(&x->active, false);
+		close(fd);
+		x->fd = -1;
+		rd_field(o, "cannot start the copy: %s", strerror(e));
+		return VS_FAILED;
+	}
+	x->started = true;
+	return VS_INITIATED;
+}
+
+/* disk2file? : active : DEST : START : CURRENT : END : MODE, or inactive
+ * [: DEST [: ERROR]] (recfsd adds why the last copy stopped short). */
+static int rd_disk2file_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	struct rd_d2f *x = &d->d2f;
+	if (atomic_load(&x->active)) {
+		rd_field(o, "active");
+		rd_field(o, "%s", x->dest);
+		rd_field(o, "%" PRIu64, x->start);
+		rd_field(o, "%" PRIu64, atomic_load(&x->cur));
+		rd_field(o, "%" PRIu64, x->end);
+		rd_field(o, "%s", x->mode);
+		return VS_OK;
+	}
+	rd_field(o, "inactive");
+	if (x->dest[0])
+		rd_field(o, "%s", x->dest);
+	if (x->err[0])
+		rd_field(o, "%s", x->err);
+	return VS_OK;
+}
+
+/* datastream? [NAME] : jive5ab's (datastream.cc): how many, then their
+ * names; with NAME its match.  recfsd's datastreams are --split's lanes,
+ * t<THREAD> matching VDIF thread THREAD ('.THREAD', jive5ab's form).
+ * datastream= add, remove, clear and reset answer 2: the lanes are fixed
+ * when recfsd starts. */
+static int rd_datastream_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (np > 0 && p[0][0]) {
+		for (unsigned k = 0; k < d->nsplit; k++) {
+			char nm[16];
+			snprintf(nm, sizeof(nm), "t%u", d->split_thread[k]);
+			if (!strcmp(nm, p[0])) {
+				rd_field(o, "%s", nm);
+				rd_field(o, ".%u", d->split_thread[k]);
+				return VS_OK;
+			}
+		}
+		rd_field(o, "The stream '%.32s' is not defined", p[0]);
+		return VS_PARAM;
+	}
+	rd_field(o, "%u", d->nsplit);
+	for (unsigned k = 0; k < d->nsplit; k++)
+		rd_field(o, "t%u", d->split_thread[k]);
+	return VS_OK;
+}
+
+static int rd_datastream(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	rd_field(o, "datastreams are recfsd's --split vdif-thread lanes, set when it starts");
+	return VS_NOT_IMPL;
+}
+
 /* The keywords: what a command (keyword = ...) and a query (keyword ? ...)
  * run; NULL where the keyword has no such form (answered 2). */
 typedef int rd_handler(struct rd *d, unsigned np, char *const *p, struct rd_out *o);
@@ -898,6 +1317,12 @@ static const struct rd_keyword {
 	{ "version", NULL, rd_version_q },
 	{ "dts_id", NULL, rd_dts_id_q },
 	{ "os_rev", NULL, rd_os_rev_q },
+	{ "evlbi", rd_evlbi, rd_evlbi_q },
+	{ "tstat", rd_tstat, rd_tstat_q },
+	{ "rtime", NULL, rd_rtime_q },
+	{ "set_disks", NULL, rd_set_disks_q },
+	{ "disk2file", rd_disk2file, rd_disk2file_q },
+	{ "datastream", rd_datastream, rd_datastream_q },
 	{ "mode", rd_mode, rd_mode_q },
 	{ "net_protocol", rd_net_protocol, rd_net_protocol_q },
 	{ "net_port", rd_net_port, rd_net_port_q },
@@ -967,4 +1392,9 @@ void rd_ctl_stop(struct rd *d)
 	if (rd_vs)
 		vs_server_stop(rd_vs);
 	rd_vs = NULL;
+	if (d->d2f.started) { /* a copy under way stops at its next piece */
+		atomic_store(&d->d2f.quit, true);
+		pthread_join(d->d2f.thr, NULL);
+		d->d2f.started = false;
+	}
 }

@@ -69,7 +69,19 @@ struct rd {
 	uint32_t mtu;                   /* mtu= as the station set it (0: none) */
 	char mode[64];                  /* mode= VDIF_..., as given ("": none) */
 	uint32_t mode_payload, mode_mbps, mode_tracks;
-	unsigned nthread_r, nthread_w;  /* record=nthread (jive5ab's; kept, not used) */
+	unsigned nthread_r, nthread_w;
+	uint64_t tstat_ns, tstat_rx, tstat_wr; /* tstat?'s last sample */
+	/* disk2file: one copy at a time, in a thread of its own (ctl.c) */
+	struct rd_d2f {
+		pthread_t thr;
+		bool started;           /* a thread to join */
+		_Atomic bool active, quit;
+		int fd;
+		struct recfs_rec rec;
+		char dest[256], mode[4], err[400];
+		uint64_t start, end;
+		_Atomic uint64_t cur;
+	} d2f;  /* record=nthread (jive5ab's; kept, not used) */
 	uint64_t stop_at_ns;            /* wall clock: the open scan stops itself (0: never) */
 	uint64_t bytes0;                /* bytes recorded before the open scan */
 	/* the error status? flags until error? reads it (jive5ab's error queue of one) */

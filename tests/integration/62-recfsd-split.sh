@@ -13,6 +13,10 @@ refused_start() { recfsd -l 127.0.0.1:0 "$@" "$PACK" 2>&1 | head -n 1; }
 check "--split without --format vdif is refused" grep -q 'needs --format vdif' <<<"$(refused_start --split vdif-thread:0-3 -i "udp:127.0.0.1:$port")"
 check "--split with junk is refused" grep -q "split thread 'x'" <<<"$(refused_start -F vdif --split vdif-thread:0-x -i "udp:127.0.0.1:$port")"
 check "recfsd --split vdif-thread:0-3 ready" start_recfsd -F vdif --split vdif-thread:0-3 -i "udp:127.0.0.1:$port" --buffer 64M "$PACK"
+expect_reply "datastream? the lanes, in jive5ab's layout" "datastream?" '!datastream \? 0 : 4 : t0 : t1 : t2 : t3 ;'
+expect_reply "datastream? NAME: its match" "datastream? t2" '!datastream \? 0 : t2 : \.2 ;'
+expect_reply "datastream? an unknown NAME" "datastream? x" "!datastream \\? 8 : The stream 'x' is not defined ;"
+expect_reply "datastream= changes are not implemented: the lanes are set at start" "datastream = clear" '!datastream = 2 : .*--split.*'
 expect_reply "record=on" "record=on:v" '!record = 0 ;'
 
 # 2 seconds of 1000 frames per thread, 1032-byte frames, threads 0-3

@@ -5,7 +5,10 @@
 # replies with the FS's parsers.  Initialisation, setup (mode, mtu,
 # net_protocol as the FS asks above 4 Gbit/s, nthread), 20 scans with
 # record=on:LABEL / record=off:LABEL and checkfb (scan_check?, status?)
-# after each, a restarted schedule repeating a label, drudg's Mark6 line;
+# after each, evlbi?/tstat/rtime?/set_disks?, the FS's data pull
+# (scan_set with empty offsets, disk2file, a member refused as its
+# destination), a restarted schedule repeating a label, drudg's Mark6 line,
+# the control port against idle and dripping connections, SIGHUP mid-scan;
 # every reply asserted, every recording compared frame by frame with what
 # was sent.
 . "$(dirname "$0")/../lib.sh"
@@ -17,7 +20,7 @@ check "mkfs" mkfs.recfs -q -c 256K "$PACK"
 port=$(free_port)
 check "recfsd ready (vdif, udps)" start_recfsd -F vdif -S 8 -i "udp:127.0.0.1:$port" --buffer 32M "$PACK"
 
-run python3 - "$(dirname "$0")/../tools" "$RD_CTL" "$port" "$T_DIR" <<'PY'
+run python3 - "$(dirname "$0")/../tools" "$RD_CTL" "$port" "$T_DIR" "$PACK" <<'PY'
 import calendar, json, os, socket, struct, sys, time
 sys.path.insert(0, sys.argv[1])
 import mk5cn
@@ -121,6 +124,47 @@ for k in range(1, 21):
     sent[label] = frames
     t += 10
 
+# loss and rate over the control port, from the counters /metrics has
+r = txn("evlbi?\n", 0, "evlbi?")
+ok("evlbi? jive5ab's default format: every datagram, the 3 frames lost",
+   r == "!evlbi ? 0 : total : %d : loss : 3 (%5.2f%%) : out-of-order : 0 ( 0.00%%) : extent : 0seqnr/pkt ;\n" % (seq, 300.0 / (seq + 3)), r)
+r = txn("evlbi = %t : %l\n", 0, "evlbi= a format")
+ok("evlbi= its format", r == "!evlbi = 0 : %d : 3 ;\n" % seq, r)
+r = txn("rtime?\n", 0, "rtime?")
+f = [x.strip() for x in r.rstrip(" ;\n").split(":")]
+ok("rtime? time left at the mode's rate, VDIF, 32 tracks, 514.048 Mbit/s on the wire",
+   len(f) == 8 and f[1].endswith("s") and f[5:] == ["32", "0MHz", "514.048Mbps"] and f[4] == "VDIF", f)
+r = txn("set_disks?\n", 0, "set_disks?")
+ok("set_disks? the pack's 4 members", r.split(":")[1].strip() == "4" and r.count("m") >= 4, r)
+r = txn("tstat=\n", 0, "tstat=")
+ok("tstat= between scans: no_transfer, the bytes received and written",
+   ": no_transfer : receive : %d : write : " % (sum(len(v) for v in sent.values()) * F) in r, r)
+r = txn("tstat?\n", 0, "tstat? between scans")
+ok("tstat? between scans", r == "!tstat ? 0 : 0.0 : no_transfer ;\n", r)
+
+# the FS's data pull: scan_set with empty offsets, disk2file of a byte
+# range to a local file; a pack member is never a destination
+import hashlib
+member = sys.argv[5].split(",")[1]
+def digest(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+txn("scan_set = r41234_mh_no0015 :  :  ;\n", 0, "scan_set= with the FS's empty offsets")
+before = digest(member)
+r = txn("disk2file = %s : 0 : +100000 : w ;\n" % member, 6, "disk2file= onto a pack member (w) is refused", ip=-906)
+ok("disk2file= onto a member: refused naming it, the member unchanged",
+   "member" in r and digest(member) == before, r)
+pull = os.path.join(tdir, "pull.m5a")
+txn("disk2file = %s : 8032 : +%d : n ;\n" % (pull, 60 * F), 1, "disk2file= 60 frames from the second")
+for _ in range(400):
+    r = txn("disk2file?\n", 0, "disk2file?")
+    if ": inactive" in r:
+        break
+    time.sleep(0.01)
+ok("disk2file? inactive when done, naming the file", r == "!disk2file ? 0 : inactive : %s ;\n" % pull, r)
+ok("disk2file: the file is frames 1-60 of scan 15, as sent", open(pull, "rb").read() == b"".join(sent["r41234_mh_no0015"][1:61]))
+r = txn("disk2file = %s : : : n ;\n" % pull, 6, "disk2file= n onto an existing file is refused", ip=-906)
+txn("scan_set = r41234_mh_no0020 ;\n", 0, "scan_set= back to the last scan")
+
 # the schedule restarted after a crash: a label recorded already
 label = "r41234_mh_no0005"
 frames = [frame(t, fn) for fn in range(FPS)]
@@ -178,7 +222,7 @@ sys.exit(1 if fails else 0)
 PY
 echo "$OUT"
 check "the FS's night went through (failed: $(grep -c '^FAILED' <<<"$OUT"))" test "$RC" = 0
-# the control port cannot be taken: 40 idle connections, then 30 that drip
+# the control port cannot be taken: 40 idle connections, then 32 that drip
 # a byte a second; each time the FS connects and is answered at once
 run python3 - "$(dirname "$0")/../tools" "$RD_CTL" <<'PY'
 import socket, sys, time
@@ -187,7 +231,7 @@ import mk5cn
 from vsi import split
 host, port = split(sys.argv[2])
 fails = []
-for what, n, drip in [("40 idle connections", 40, False), ("30 dripping connections", 30, True)]:
+for what, n, drip in [("40 idle connections", 40, False), ("32 dripping connections", 32, True)]:
     conns = [socket.create_connection((host, port)) for _ in range(n)]
     if drip:
         for c in conns:
