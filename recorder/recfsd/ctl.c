@@ -512,7 +512,15 @@ static int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_ou
 		}
 		if (len == 0)
 			continue; /* nothing arrived: no recording */
-		rd_check_rec(d, &rec, len, &c);
+		/* a sealed recording does not change: read once per scan, so
+		 * a line of 64 scan_check? costs one read of each recording */
+		static struct { uint64_t uid, seq; struct rd_check c; } cache[RD_MAX_STREAMS];
+		if (cache[i].uid != rec.uid || cache[i].seq != rec.seq || !rec.uid) {
+			rd_check_rec(d, &rec, len, &cache[i].c);
+			cache[i].uid = rec.uid;
+			cache[i].seq = rec.seq;
+		}
+		c = cache[i].c;
 		double rs = c.vdif ? c.secs : (rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0);
 		if (which != UINT64_MAX) {
 			rd_check_fields(o, sc.no, name, &c, &rec, len, rs);
