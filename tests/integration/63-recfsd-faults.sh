@@ -28,6 +28,9 @@ cleanup_add "kill $ppid"
 expect_reply "full: record=on" "record=on:big" '!record = 0 ;'
 check "full: the scan halts when the pack is full" wait_reply "record?" '!record \? 0 : halted : 1 : big : [0-9]+ : pack full.*' 100
 expect_reply "full: status? says full" "status?" '!status \? 0 : 0x00000083 : 4 : pack full.*'
+expect_reply "full: error? reads the pending error (jive5ab's fields)" "error?" '!error \? 0 : 4 : pack full. scan .big. stopped : 20[0-9]{2}y[0-9]{3}d[0-9]{2}h[0-9]{2}m[0-9.]+s :  :  ;'
+expect_reply "full: status? drops the error bit once read (the FS's fb_status stops asking)" "status?" '!status \? 0 : 0x00000081 ;'
+expect_reply "full: error? with nothing pending: five empty fields, as jive5ab" "error?" '!error \? 0 :  :  :  :  :  ;'
 expect_reply "full: record=off answers 4 with the reason" "record=off" '!record = 4 : pack full.*big.*'
 expect_reply "full: a new scan is refused with the reason" "record=on:more" '!record = 4 : pack full.*'
 alloc=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; r=[x for x in json.load(sys.stdin) if x["name"]=="big"][0]; print(r["state"], r["size"], r["allocated"])')
