@@ -276,6 +276,10 @@ void rd_line_end(struct rd *d)
 		rr_seg_close(d->st[i].r);
 		rr_kick(d->st[i].r->data_efd);
 	}
+	/* a receiver waiting for the stream closes the scan now, before
+	 * the next datagram */
+	for (unsigned i = 0; i < d->nst; i++)
+		rr_kick(d->st[i].r->rcv_efd);
 }
 
 /* ------------------------------------------------------------ readiness */

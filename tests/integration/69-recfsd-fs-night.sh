@@ -213,6 +213,28 @@ ok("Mark6 line: the scan stopped by itself", rec.get("status") == "off" and time
 r = txn("status?\n", 0, "Mark6 line: status?")
 ok("Mark6 line: status? no error", mk5cn.parse_status_word(r) == 0x1, r)
 sent["r41234_mh_no0021"] = during
+
+# 16 VDIF threads interleaved in one stream: tracks x threads is 32 x 16
+label = "r41234_mh_no0022"
+t += 10
+frames = [frame(t + s, fn, th) for s in range(2) for fn in range(FPS) for th in range(16)]
+txn("record = on : %s ; \n" % label, 0, "16 threads: record=on")
+sent_bytes = 0
+send(frames)
+sent_bytes = len(frames) * F
+ok("16 threads: record? counts every byte", recorded(label))
+txn("record = off : %s ; \n" % label, 1, "16 threads: record=off")
+for _ in range(400):
+    ip2, rc, r = fs.send("scan_check?\n")
+    if rc != 5:
+        break
+    time.sleep(0.01)
+sc = mk5cn.parse_scan_check(r)
+tm = time.gmtime(t)
+ok("16 threads: scan_check? code 512, the first frame's time, 2 s, 0.1 Mbit/s a track, nothing missing",
+   rc == 0 and sc.get("code") == 512 and sc.get("start") == dict(y=tm.tm_year, d=tm.tm_yday, h=tm.tm_hour, m=tm.tm_min, s=float(tm.tm_sec)) and
+   abs(sc["length"]["s"] - 2.0) < 1e-3 and abs(sc.get("total", 0) - 0.1) < 1e-6 and sc.get("missing") == 0, sc)
+sent[label] = frames
 fs.close()
 json.dump({k: len(v) for k, v in sent.items()}, open(os.path.join(tdir, "sent.json"), "w"))
 with open(os.path.join(tdir, "frames.bin"), "wb") as f:
@@ -275,7 +297,7 @@ for name in sorted(sent):
 print("%d recordings compared" % len(sent))
 assert not bad, bad
 PY
-check "22 recordings, each exactly the frames sent in its scan ($OUT)" test "$RC" = 0
+check "23 recordings, each exactly the frames sent in its scan ($OUT)" test "$RC" = 0
 
 # SIGHUP (the terminal recfsd was started from closed) mid-scan: the scan
 # is sealed and recfsd exits 0, as for SIGTERM (it died with 129, the scan
