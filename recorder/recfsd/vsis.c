@@ -93,7 +93,7 @@ struct vs_client {
 	char *out;
 	size_t outlen, outcap;
 	uint64_t partial_since; /* when the unfinished line began (ms), 0 none */
-	uint64_t since;         /* connected (ms) */
+	uint64_t since;         /* its accept's number: the order they came in */
 	uint64_t last_line;     /* the last whole line arrived (ms), 0 none yet */
 };
 
@@ -105,6 +105,7 @@ struct vs_server {
 	void *ctx;
 	pthread_t thr;
 	uint64_t accept_after;  /* accept failed for want of descriptors: wait (ms) */
+	uint64_t accepted;      /* connections accepted so far */
 	struct vs_client cl[VS_CLIENTS_MAX];
 	char fields[VS_FIELDS_MAX];             /* one statement's reply fields */
 	char reply[VS_REPLY_MAX];               /* one statement's reply */
@@ -348,7 +349,7 @@ static void *vs_main(void *arg)
 				}
 				vs_keepalive(fd);
 				s->cl[i].fd = fd;
-				s->cl[i].since = vs_ms();
+				s->cl[i].since = ++s->accepted;
 			}
 		}
 		for (unsigned k = 0; k < nc; k++) {
