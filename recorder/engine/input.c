@@ -730,7 +730,18 @@ static void rcv_udp(struct rr *r)
 		/* block for the first datagram (up to the receive timeout),
 		 * then take what is queued: one syscall per batch (MSG_TRUNC:
 		 * msg_len is a longer datagram's own length, for status?) */
-		int got = recvmmsg(sock, msgs, nm, MSG_WAITFORONE | MSG_TRUNC, NULL);
+		/* recfsd never blocks with a scan open: a record=off, or the
+		 * next scan, posted while it blocked would see the datagrams
+		 * that end the wait land in this scan (after a pause in the
+		 * stream, the next scan's first one did: test 69).  An empty
+		 * socket is waited for beside the control's eventfd, and the
+		 * loop's top sees what was posted. */
+		int got = recvmmsg(sock, msgs, nm,
+				   (r->daemon ? MSG_DONTWAIT : MSG_WAITFORONE) | MSG_TRUNC, NULL);
+		if (got < 0 && r->daemon && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			rcv_idle_wait(sock, r->rcv_efd);
+			continue;
+		}
 		if (got < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				continue;
@@ -861,7 +872,12 @@ static void rcv_split(struct rr_split *sp)
 			msgs[i].msg_hdr.msg_iov = iov[i];
 			msgs[i].msg_hdr.msg_iovlen = (size_t)k;
 		}
-		int got = recvmmsg(sp->fd, msgs, RR_BATCH, MSG_WAITFORONE, NULL);
+		/* never blocks with a lane open (as rcv_udp) */
+		int got = recvmmsg(sp->fd, msgs, RR_BATCH, MSG_DONTWAIT, NULL);
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			rcv_idle_wait(sp->fd, r0->rcv_efd);
+			continue;
+		}
 		if (got < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				continue;

@@ -35,6 +35,7 @@
 #include "recfsd.h"
 #include "common/opts.h"
 #include "common/sdnotify.h"
+#include "vsis.h"
 
 #define PROG "recfsd"
 
@@ -84,6 +85,7 @@ void rd_refresh(struct rd *d)
 			snprintf(name, sizeof(name), "%s", s->name);
 			snprintf(d->halted, sizeof(d->halted), "%s: scan '%s' stopped",
 				 rr_stop_what[why], name);
+			rd_error(d, VS_FAILED, d->halted);
 		}
 	}
 	if (all)
@@ -93,7 +95,7 @@ void rd_refresh(struct rd *d)
 /* Why no scan can start now, or NULL.  Under d->lock. */
 const char *rd_refuse(struct rd *d, int *rc)
 {
-	*rc = 4;
+	*rc = VS_FAILED;
 	for (unsigned i = 0; i < d->nst; i++) {
 		struct rr *r = d->st[i].r;
 		if (atomic_load(&r->wr_failed)) {
@@ -124,6 +126,47 @@ const char *rd_refuse(struct rd *d, int *rc)
 	return NULL;
 }
 
+/* Does a recording of scan `name` exist on any stream, or is one queued? */
+bool rd_name_taken(struct rd *d, const char *name)
+{
+	for (unsigned i = 0; i < d->nst; i++) {
+		char rn[RECFS_NAME_MAX + 16];
+		struct recfs_rec old;
+		rd_rec_name(d, name, i, rn, sizeof(rn));
+		pthread_mutex_lock(&d->pack_lock);
+		bool found = recfs_rec_lookup(d->p, rn, &old) == 0;
+		pthread_mutex_unlock(&d->pack_lock);
+		struct rr *r = d->st[i].r;
+		for (uint64_t n = atomic_load(&r->seg_done); !found && n < atomic_load(&r->seg_posted); n++)
+			found = !strcmp(rr_seg_at(r, n)->name, rn);
+		if (found)
+			return true;
+	}
+	return false;
+}
+
+/* The error status? flags (bit 0x2) until error? reads it.  Under d->lock. */
+void rd_error(struct rd *d, int no, const char *msg)
+{
+	d->err_no = no;
+	snprintf(d->err_msg, sizeof(d->err_msg), "%s", msg);
+	d->err_ns = rd_wall_ns();
+}
+
+/* Ten times a second from main: a scan given a duration (Mark6's record
+ * line) stops itself when the wall clock reaches its end. */
+void rd_tick(struct rd *d)
+{
+	pthread_mutex_lock(&d->lock);
+	if (d->recording && d->stop_at_ns && rd_wall_ns() >= d->stop_at_ns) {
+		d->stop_at_ns = 0;
+		if (rd_scan_stop(d))
+			rd_error(d, VS_FAILED, d->why);
+		rd_line_end(d);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
 /* Start scan `name` on every input, at each one's next datagram.  0, or a
  * VSI-S return code with d->why set.  Under d->lock. */
 int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit, int64_t start_unix)
@@ -132,34 +175,28 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	rd_refresh(d);
 	if (d->recording) {
 		snprintf(d->why, sizeof(d->why), "already recording scan '%s'", d->cur.name);
-		return 6;
+		return VS_CONFLICT;
 	}
 	if (rd_refuse(d, &rc))
 		return rc;
-	/* every input's recording name must be new, valid and not queued */
+	/* every input's recording name must be valid and not queued */
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
-		struct recfs_rec old;
 		rd_rec_name(d, name, i, rn, sizeof(rn));
 		if (strlen(rn) > RECFS_NAME_MAX || recfs_name_check(rn)) {
 			snprintf(d->why, sizeof(d->why), "scan name '%.64s' is not a valid recording name", rn);
-			return 8;
+			return VS_PARAM;
 		}
-		pthread_mutex_lock(&d->pack_lock);
-		int found = recfs_rec_lookup(d->p, rn, &old) == 0;
-		pthread_mutex_unlock(&d->pack_lock);
 		struct rr *r = d->st[i].r;
-		for (uint64_t n = atomic_load(&r->seg_done); !found && n < atomic_load(&r->seg_posted); n++)
-			found = !strcmp(rr_seg_at(r, n)->name, rn);
-		if (found) {
-			snprintf(d->why, sizeof(d->why), "a recording named '%s' already exists", rn);
-			return 6;
-		}
 		uint64_t posted = atomic_load(&r->seg_posted);
 		if (posted >= RR_SEGQ && atomic_load(&r->seg_done) <= posted - RR_SEGQ) {
 			snprintf(d->why, sizeof(d->why), "%u scans still being sealed", RR_SEGQ);
-			return 5;
+			return VS_BUSY;
 		}
+	}
+	if (rd_name_taken(d, name)) {
+		snprintf(d->why, sizeof(d->why), "a recording of scan '%s' already exists", name);
+		return VS_CONFLICT;
 	}
 	/* all streams have room: post them together, so their segment
 	 * numbers stay the same; behind a record=off of the same line, each
@@ -181,6 +218,10 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	for (unsigned i = 0; i < d->nst; i++)
 		rr_kick(d->st[i].r->rcv_efd);
 	d->scans++;
+	d->stop_at_ns = 0;
+	d->bytes0 = 0;
+	for (unsigned i = 0; i < d->nst; i++)
+		d->bytes0 += atomic_load(&d->st[i].r->tot_bytes);
 	memset(&d->cur, 0, sizeof(d->cur));
 	d->cur.no = d->scans;
 	d->cur.seg = seg;
@@ -204,22 +245,23 @@ int rd_scan_stop(struct rd *d)
 		if (d->halted[0]) {
 			snprintf(d->why, sizeof(d->why), "%s", d->halted);
 			d->halted[0] = 0;
-			return 4;
+			return VS_FAILED;
 		}
 		snprintf(d->why, sizeof(d->why), "not recording");
-		return 6;
+		return VS_CONFLICT;
 	}
 	/* posted at the end of the control line, unless a record=on on the
 	 * same line switches to the next scan between the same two batches */
 	d->close_pending = true;
 	d->recording = false;
+	d->stop_at_ns = 0;
 	d->cur.t_off_ns = rd_wall_ns();
 	d->check = d->cur;
 	d->hist[d->cur.no % RR_SEGQ] = d->cur;
 	if (d->halted[0]) { /* one of its streams had stopped before */
 		snprintf(d->why, sizeof(d->why), "%s", d->halted);
 		d->halted[0] = 0;
-		return 4;
+		return VS_FAILED;
 	}
 	return 0;
 }
@@ -235,22 +277,10 @@ void rd_line_end(struct rd *d)
 		rr_seg_close(d->st[i].r);
 		rr_kick(d->st[i].r->data_efd);
 	}
-}
-
-/* Wait until scan sc is sealed on every input, up to timeout_ns; under
- * d->lock, which is released while waiting. */
-bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns)
-{
-	uint64_t until = rr_mono_ns() + timeout_ns;
-	rd_line_end(d); /* a record=off before it on the same line */
-	while (!rd_scan_done(d, sc)) {
-		if (rr_mono_ns() >= until)
-			return false;
-		pthread_mutex_unlock(&d->lock);
-		rr_sleep_ns(2000000);
-		pthread_mutex_lock(&d->lock);
-	}
-	return true;
+	/* a receiver waiting for the stream closes the scan now, before
+	 * the next datagram */
+	for (unsigned i = 0; i < d->nst; i++)
+		rr_kick(d->st[i].r->rcv_efd);
 }
 
 /* Scan sc received datagrams on a stream and recorded (almost) none, all
@@ -651,11 +681,13 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL); /* the terminal closed: seal and stop, as SIGTERM */
 	signal(SIGPIPE, SIG_IGN);
 	sigset_t block, old;
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 
 	d->t_start = rr_mono_ns();
@@ -696,10 +728,15 @@ int main(int argc, char **argv)
 
 	/* ready: every input is bound and drained, control is listening */
 	rd_ready(d, ready_fd, ctl_where, mx_where);
-	/* sigsuspend unblocks and waits in one step: a signal between the
-	 * test and the wait is not missed (pause() would sleep through it) */
-	while (!rd_stop_sig)
-		sigsuspend(&old);
+	/* the signals stay blocked in this thread too: sigtimedwait takes
+	 * them, and wakes ten times a second for rd_tick */
+	while (!rd_stop_sig) {
+		struct timespec tick = { 0, 100000000 };
+		int sig = sigtimedwait(&block, NULL, &tick);
+		if (sig > 0)
+			rd_stop_sig = sig;
+		rd_tick(d);
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	fprintf(stderr, PROG ": %s: sealing the open scan and stopping\n", strsignal(rd_stop_sig));
 	status = 0;

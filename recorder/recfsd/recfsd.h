@@ -70,6 +70,27 @@ struct rd {
 	uint32_t mtu;                   /* mtu= as the station set it (0: none) */
 	uint64_t t_stmt_ns;             /* the statement being carried out arrived
 					 * (rr_mono_ns(), before any lock) */
+	char mode[64];                  /* mode= VDIF_..., as given ("": none) */
+	uint32_t mode_payload, mode_mbps, mode_tracks;
+	unsigned nthread_r, nthread_w;
+	uint64_t tstat_ns, tstat_rx, tstat_wr; /* tstat?'s last sample */
+	/* disk2file: one copy at a time, in a thread of its own (ctl.c) */
+	struct rd_d2f {
+		pthread_t thr;
+		bool started;           /* a thread to join */
+		_Atomic bool active, quit;
+		int fd;
+		struct recfs_rec rec;
+		char dest[256], mode[4], err[400];
+		uint64_t start, end;
+		_Atomic uint64_t cur;
+	} d2f;  /* record=nthread (jive5ab's; kept, not used) */
+	uint64_t stop_at_ns;            /* wall clock: the open scan stops itself (0: never) */
+	uint64_t bytes0;                /* bytes recorded before the open scan */
+	/* the error status? flags until error? reads it (jive5ab's error queue of one) */
+	int err_no;                     /* 0: none */
+	char err_msg[384];
+	uint64_t err_ns;
 };
 
 void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, size_t len);
@@ -81,6 +102,9 @@ int rd_scan_stop(struct rd *d);
 void rd_line_end(struct rd *d);
 bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns);
 const char *rd_scan_blind(struct rd *d, const struct rd_scan *sc);
+bool rd_name_taken(struct rd *d, const char *name);
+void rd_error(struct rd *d, int no, const char *msg);
+void rd_tick(struct rd *d);
 
 /* ctl.c: one VSI-S statement; its return code, its reply fields in out */
 int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,

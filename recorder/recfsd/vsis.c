@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -44,18 +45,18 @@ int vs_parse(char *stmt, struct vs_req *req, char *why, size_t whylen)
 	if (kl == 0 || kl >= VS_KEYWORD_MAX) {
 		snprintf(why, whylen, kl ? "keyword longer than %d bytes" : "no keyword", VS_KEYWORD_MAX - 1);
 		snprintf(req->keyword, sizeof(req->keyword), "%s", kl ? "error" : "error");
-		return 3;
+		return VS_SYNTAX;
 	}
 	for (size_t i = 0; i < kl; i++)
 		if (!isalnum((unsigned char)kw[i]) && kw[i] != '_') {
 			snprintf(why, whylen, "a keyword is letters, digits and '_'");
 			snprintf(req->keyword, sizeof(req->keyword), "error");
-			return 3;
+			return VS_SYNTAX;
 		}
 	memcpy(req->keyword, kw, kl + 1);
 	if (!sep) {
 		snprintf(why, whylen, "no '=' or '?' after the keyword");
-		return 3;
+		return VS_SYNTAX;
 	}
 	char *rest = sep + 1;
 	if (!*vs_trim(rest))
@@ -66,7 +67,7 @@ int vs_parse(char *stmt, struct vs_req *req, char *why, size_t whylen)
 			*colon = 0;
 		if (req->nparam == VS_PARAMS_MAX) {
 			snprintf(why, whylen, "more than %d parameters", VS_PARAMS_MAX);
-			return 3;
+			return VS_SYNTAX;
 		}
 		req->param[req->nparam++] = vs_trim(rest);
 		if (!colon)
@@ -92,6 +93,8 @@ struct vs_client {
 	char *out;
 	size_t outlen, outcap;
 	uint64_t partial_since; /* when the unfinished line began (ms), 0 none */
+	uint64_t since;         /* its accept's number: the order they came in */
+	uint64_t last_line;     /* the last whole line arrived (ms), 0 none yet */
 };
 
 struct vs_server {
@@ -102,6 +105,7 @@ struct vs_server {
 	void *ctx;
 	pthread_t thr;
 	uint64_t accept_after;  /* accept failed for want of descriptors: wait (ms) */
+	uint64_t accepted;      /* connections accepted so far */
 	struct vs_client cl[VS_CLIENTS_MAX];
 	char fields[VS_FIELDS_MAX];             /* one statement's reply fields */
 	char reply[VS_REPLY_MAX];               /* one statement's reply */
@@ -233,9 +237,14 @@ static bool vs_read(struct vs_server *s, struct vs_client *c)
 			}
 			c->inlen = 0;
 			c->partial_since = 0;
+			c->last_line = vs_ms();
 			continue;
 		}
 		if (c->discard)
+			continue;
+		/* blanks before a line are not a line begun: the FS sends a
+		 * space after some '\n's (disk_record_util.c, mk5b_mode_util.c) */
+		if (c->inlen == 0 && (ch == ' ' || ch == '\t' || ch == '\r'))
 			continue;
 		if (ch == 0) { /* NUL cannot be in a line: answer once, drop the line */
 			if (!vs_queue(c, "!error = 3 : NUL byte in the line ;\n", 36))
@@ -257,6 +266,37 @@ static bool vs_read(struct vs_server *s, struct vs_client *c)
 		c->in[c->inlen++] = ch;
 	}
 	return true;
+}
+
+/* The connection to close when every place is taken: the station's own
+ * client sends whole lines in one write and stays, so first the one whose
+ * unfinished line began longest ago (dripping), then the one connected
+ * longest without a whole line (idle since it came), then the one whose
+ * last line is oldest. */
+static unsigned vs_victim(const struct vs_server *s)
+{
+	unsigned best = 0;
+	uint64_t key[3] = { UINT64_MAX, UINT64_MAX, UINT64_MAX };
+	for (unsigned i = 0; i < VS_CLIENTS_MAX; i++) {
+		const struct vs_client *c = &s->cl[i];
+		uint64_t k[3] = { c->partial_since ? c->partial_since : UINT64_MAX,
+				  c->last_line ? UINT64_MAX : c->since, c->last_line };
+		if (k[0] < key[0] || (k[0] == key[0] && (k[1] < key[1] || (k[1] == key[1] && k[2] < key[2])))) {
+			memcpy(key, k, sizeof(key));
+			best = i;
+		}
+	}
+	return best;
+}
+
+/* A peer that vanished (power cut, cable) is found within about 90 s. */
+static void vs_keepalive(int fd)
+{
+	int one = 1, idle = 60, intvl = 10, cnt = 3;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
 static void *vs_main(void *arg)
@@ -295,13 +335,21 @@ static void *vs_main(void *arg)
 				for (i = 0; i < VS_CLIENTS_MAX && s->cl[i].fd >= 0; i++)
 					;
 				if (i == VS_CLIENTS_MAX) {
-					static const char busy[] = "!error = 5 : too many control connections ;\n";
-					ssize_t w = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+					/* full: the new one is served, the one least like
+					 * a station's client goes (vs_victim) */
+					static const char busy[] =
+						"!error = 5 : too many control connections, this one closed ;\n";
+					i = vs_victim(s);
+					ssize_t w = send(s->cl[i].fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 					(void)w;
-					close(fd);
-				} else {
-					s->cl[i].fd = fd;
+					vs_drop(&s->cl[i]);
+					for (unsigned k = 0; k < nc; k++)
+						if (who[k] == &s->cl[i])
+							pf[k + 2].revents = 0;
 				}
+				vs_keepalive(fd);
+				s->cl[i].fd = fd;
+				s->cl[i].since = ++s->accepted;
 			}
 		}
 		for (unsigned k = 0; k < nc; k++) {

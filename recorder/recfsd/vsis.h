@@ -25,6 +25,19 @@
 #define VS_CLIENTS_MAX 32     /* connections at once; more are told and closed */
 #define VS_PARTIAL_TIMEOUT_MS 30000 /* a line begun and not ended: dropped */
 
+/* VSI-S return codes (the VSI-S specification, as Mark5 and jive5ab use them) */
+enum vs_rc {
+	VS_OK = 0,            /* action done */
+	VS_INITIATED = 1,     /* action initiated, completes later (record=off) */
+	VS_NOT_IMPL = 2,      /* not implemented (here, or not as a command/query) */
+	VS_SYNTAX = 3,        /* syntax error */
+	VS_FAILED = 4,        /* error while carrying it out */
+	VS_BUSY = 5,          /* busy: try again */
+	VS_CONFLICT = 6,      /* inconsistent or conflicting request */
+	VS_NO_KEYWORD = 7,    /* no such keyword */
+	VS_PARAM = 8,         /* parameter error */
+};
+
 struct vs_req {
 	char keyword[VS_KEYWORD_MAX];
 	bool query;

@@ -11,7 +11,7 @@ make_members 4 128M
 check "mkfs" mkfs.recfs -q -c 256K "$PACK"
 port=$(free_port)
 check "recfsd starts and says it is ready" start_recfsd -i "udp:127.0.0.1:$port" --buffer 32M "$PACK"
-expect_reply "a start time on a raw stream is refused" "record=2026y001d00h00m00s:s" "!record = 6 : a start time needs --format vdif.*"
+expect_reply "a start time on a raw stream is refused" "record=2026y001d00h00m00s:::s" "!record = 6 : a start time needs --format vdif.*"
 check "ready line names the control port and the input" grep -q "control=127.0.0.1:[0-9]* inputs=0=udp:127.0.0.1:$port" <<<"$RD_READY"
 check "input bound when ready" test -n "$(ss -Hlun "sport = :$port")"
 
@@ -35,8 +35,8 @@ print(v.cmd("record=off"))
 PY
 check "driver ran" test "$(wc -l <"$T_DIR/replies")" = 101
 check "record=on answered 0" test "$(head -n 1 "$T_DIR/replies")" = "!record = 0 ;"
-check "every switch answered 0 twice" test "$(sed -n '2,99p' "$T_DIR/replies" | grep -cvxE '!record = 0 ; ?!record = 0 ;')" = 0
-check "record=off answered 0" test "$(tail -n 1 "$T_DIR/replies")" = "!record = 0 ;"
+check "every switch answered 1 (off initiated) and 0" test "$(sed -n '2,99p' "$T_DIR/replies" | grep -cvxE '!record = 1 ; ?!record = 0 ;')" = 0
+check "record=off answered 1, as jive5ab" test "$(tail -n 1 "$T_DIR/replies")" = "!record = 1 ;"
 kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
 stop_recfsd
 check "SIGTERM: recfsd exits 0 (log: $(tr '\n' ' ' <"$RD_LOG"))" test "$RD_RC" = 0

@@ -41,13 +41,16 @@ for n in 2 4; do
 	sleep 0.5
 	expect_reply "$n inputs: record=on" "record=on:a$n" '!record = 0 ;'
 	sleep 1
-	expect_reply "$n inputs: record? names the scan" "record?" '!record \? 0 : on : 1 : a'$n' ;'
-	expect_reply "$n inputs: record=off" "record=off" '!record = 0 ;'
+	expect_reply "$n inputs: record? names the scan" "record?" '!record \? 0 : on : 1 : a'$n' : [0-9]+ ;'
+	expect_reply "$n inputs: record=off" "record=off" '!record = 1 ;'
 	expect_reply "$n inputs: second scan" "record=on:b$n" '!record = 0 ;'
 	sleep 1
-	expect_reply "$n inputs: record=off" "record=off" '!record = 0 ;'
+	expect_reply "$n inputs: record=off" "record=off" '!record = 1 ;'
 	got=$(scan_checked)
-	check "$n inputs: scan_check? reports each input's recording ($got)" \
+	check "$n inputs: scan_check? one summary of $n recordings ($got)" \
+		grep -Eq "^!scan_check \\? 0 : 2 : b$n : raw : .* : $n : [0-9]+ : 0 ;$" <<<"$got"
+	got=$(for ((k = 0; k < n; k++)); do scan_checked $k; done)
+	check "$n inputs: scan_check? K names each input's recording ($got)" \
 		test "$(grep -o "b${n}_in[0-9]" <<<"$got" | sort -u | wc -l)" = "$n"
 	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
 	stop_recfsd

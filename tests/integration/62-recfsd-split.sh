@@ -13,6 +13,10 @@ refused_start() { recfsd -l 127.0.0.1:0 "$@" "$PACK" 2>&1 | head -n 1; }
 check "--split without --format vdif is refused" grep -q 'needs --format vdif' <<<"$(refused_start --split vdif-thread:0-3 -i "udp:127.0.0.1:$port")"
 check "--split with junk is refused" grep -q "split thread 'x'" <<<"$(refused_start -F vdif --split vdif-thread:0-x -i "udp:127.0.0.1:$port")"
 check "recfsd --split vdif-thread:0-3 ready" start_recfsd -F vdif --split vdif-thread:0-3 -i "udp:127.0.0.1:$port" --buffer 64M "$PACK"
+expect_reply "datastream? the lanes, in jive5ab's layout" "datastream?" '!datastream \? 0 : 4 : t0 : t1 : t2 : t3 ;'
+expect_reply "datastream? NAME: its match" "datastream? t2" '!datastream \? 0 : t2 : \.2 ;'
+expect_reply "datastream? an unknown NAME" "datastream? x" "!datastream \\? 8 : The stream 'x' is not defined ;"
+expect_reply "datastream= changes are not implemented: the lanes are set at start" "datastream = clear" '!datastream = 2 : .*--split.*'
 expect_reply "record=on" "record=on:v" '!record = 0 ;'
 
 # 2 seconds of 1000 frames per thread, 1032-byte frames, threads 0-3
@@ -39,9 +43,9 @@ for sec in (100, 101):
             s.sendto(frame(7, sec, fn), ("127.0.0.1", int(sys.argv[1])))
 PY
 check "recfsd took every datagram sent" wait_drained "$port"
-expect_reply "record=off" "record=off" '!record = 0 ;'
-got=$(scan_checked)
-check "scan_check? lists the 4 thread recordings ($got)" test "$(grep -o 'v_t[0-3]' <<<"$got" | sort -u | wc -l)" = 4
+expect_reply "record=off" "record=off" '!record = 1 ;'
+got=$(for k in 0 1 2 3; do scan_checked $k; done)
+check "scan_check? K names the 4 thread recordings ($got)" test "$(grep -o 'v_t[0-3]' <<<"$got" | sort -u | wc -l)" = 4
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
 
@@ -94,16 +98,19 @@ for fn in range(4):
         s.sendto(struct.pack("<IIII", 200, fn, F // 8, 1 << 26 | th << 16) + bytes(F - 16), ("127.0.0.1", int(sys.argv[1])))
 PY
 check "recfsd took the 64 frames" wait_drained "$port"
-expect_reply "record=off (16 lanes)" "record=off" '!record = 0 ;'
+expect_reply "record=off (16 lanes)" "record=off" '!record = 1 ;'
 got=$(scan_checked)
-check "scan_check? of 16 lanes: ${#got} bytes, every lane's name, the reply ended" \
-	eval 'test "$(grep -oE "${long}_t(1[0-5]|[0-9]) : vdif" <<<"$got" | sort -u | wc -l)" = 16 && [[ $got == *" ;" ]] && test ${#got} -gt 2048'
-# 40 of those on one line, about 120 KiB of replies: all answered (queued
-# whole before any was sent, they once went over the 64 KiB a client may
-# leave unread, and the client was dropped)
-got=$(vsi "$(printf 'scan_check?;%.0s' $(seq 40))")
-check "40 scan_check? on a line: 40 whole replies on one line (${#got} bytes)" \
-	test "$(grep -o "!scan_check ? 0 : [^!]*${long}_t15 : vdif : [^!]* ;" <<<"$got" | wc -l)" = 40
+check "scan_check? of 16 lanes: one summary within mk5cn's 1022 bytes (${#got}): 16 threads of 2 tracks, 16 recordings ($got)" \
+	eval 'test ${#got} -lt 1022 && grep -Eq "^!scan_check \\? 0 : 1 : $long : VDIF : 32 : .* : 1032 : 16 : 66048 : 0 ;$" <<<"$got"'
+got=$(for k in $(seq 0 15); do scan_checked $k; done)
+check "scan_check? K: every lane's recording named" \
+	test "$(grep -oE "${long}_t(1[0-5]|[0-9]) : VDIF" <<<"$got" | sort -u | wc -l)" = 16
+# 40 per-lane replies on one line: all answered (queued whole before any
+# was sent, replies once went over the 64 KiB a client may leave unread,
+# and the client was dropped)
+got=$(vsi "$(for i in $(seq 40); do printf 'scan_check? %d;' $((i % 16)); done)")
+check "40 scan_check? K on a line: 40 whole replies on one line (${#got} bytes)" \
+	test "$(grep -o "!scan_check ? 0 : [^!]*${long}_t[0-9]* : VDIF : [^!]* ;" <<<"$got" | wc -l)" = 40
 stop_recfsd
 check "recfsd exits 0 (16 lanes)" test "$RD_RC" = 0
 finish

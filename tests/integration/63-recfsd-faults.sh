@@ -17,16 +17,6 @@ f = int.from_bytes(d[:8], "little")
 assert all(int.from_bytes(d[k*B:k*B+8], "little") == f + k for k in range(len(d) // B)), "break"'
 }
 
-# wait_reply STMT REGEX [TRIES]: poll until the reply matches
-wait_reply() {
-	local i
-	for ((i = 0; i < ${3:-100}; i++)); do
-		grep -Eqx -- "$2" <<<"$(vsi "$1")" && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # --- the pack fills mid-scan
 make_members 2 24M f
 check "mkfs small pack" mkfs.recfs -q -c 256K "$PACK"
@@ -36,8 +26,11 @@ recfs-play -q --gen counter --udp "127.0.0.1:$port" --rate 20M --duration 30 &
 ppid=$!
 cleanup_add "kill $ppid"
 expect_reply "full: record=on" "record=on:big" '!record = 0 ;'
-check "full: the scan halts when the pack is full" wait_reply "record?" '!record \? 0 : halted : 1 : big : pack full.*' 100
-expect_reply "full: status? says full" "status?" '!status \? 0 : 0x00000081 : halted : pack full.*'
+check "full: the scan halts when the pack is full" wait_reply "record?" '!record \? 0 : halted : 1 : big : [0-9]+ : pack full.*' 100
+expect_reply "full: status? says full" "status?" '!status \? 0 : 0x00000083 : 4 : pack full.*'
+expect_reply "full: error? reads the pending error (jive5ab's fields)" "error?" '!error \? 0 : 4 : pack full. scan .big. stopped : 20[0-9]{2}y[0-9]{3}d[0-9]{2}h[0-9]{2}m[0-9.]+s :  :  ;'
+expect_reply "full: status? drops the error bit once read (the FS's fb_status stops asking)" "status?" '!status \? 0 : 0x00000081 ;'
+expect_reply "full: error? with nothing pending: five empty fields, as jive5ab" "error?" '!error \? 0 :  :  :  :  :  ;'
 expect_reply "full: record=off answers 4 with the reason" "record=off" '!record = 4 : pack full.*big.*'
 expect_reply "full: a new scan is refused with the reason" "record=on:more" '!record = 4 : pack full.*'
 alloc=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; r=[x for x in json.load(sys.stdin) if x["name"]=="big"][0]; print(r["state"], r["size"], r["allocated"])')
@@ -51,7 +44,7 @@ ppid=$!
 cleanup_add "kill $ppid"
 expect_reply "full: scans are taken again" "record=on:more" '!record = 0 ;'
 sleep 0.5
-expect_reply "full: record=off" "record=off" '!record = 0 ;'
+expect_reply "full: record=off" "record=off" '!record = 1 ;'
 kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
 stop_recfsd
 check "full: recfsd exits 0" test "$RD_RC" = 0
@@ -75,8 +68,8 @@ recfs-play -q --gen counter --udp "127.0.0.1:$pa" --rate 20M --duration 60 &
 pida=$!
 cleanup_add "kill $pida"
 check "two: status? reports the fast stream full while the slow one records" \
-	wait_reply "status?" "!status \\? 0 : 0x00000043 : recording : pack full. scan 'two_a' stopped ;" 150
-expect_reply "two: record? still on" "record?" '!record \? 0 : on : 1 : two ;'
+	wait_reply "status?" "!status \\? 0 : 0x00000043 : 4 : pack full. scan 'two_a' stopped : [0-9ydhms.]+ ;" 150
+expect_reply "two: record? still on" "record?" '!record \? 0 : on : 1 : two : [0-9]+ ;'
 expect_reply "two: record=off answers 4, naming the stream that stopped" "record=off" "!record = 4 : pack full. scan 'two_a' stopped ;"
 kill "$pida" "$pidb" 2>/dev/null; wait "$pida" "$pidb" 2>/dev/null
 stop_recfsd
@@ -107,8 +100,8 @@ recfs-play -q --gen counter --udp "127.0.0.1:$port" --rate 20M --duration 30 &
 ppid=$!
 cleanup_add "kill $ppid"
 expect_reply "eio: record=on" "record=on:broken" '!record = 0 ;'
-check "eio: the scan halts on the member error" wait_reply "record?" '!record \? 0 : halted : 1 : broken : member write error.*' 100
-expect_reply "eio: status? names the member" "status?" "!status \\? 0 : 0x00000003 : halted : member I/O error.*$SMALL/m1.img.*"
+check "eio: the scan halts on the member error" wait_reply "record?" '!record \? 0 : halted : 1 : broken : [0-9]+ : member write error.*' 100
+expect_reply "eio: status? names the member" "status?" "!status \\? 0 : 0x00000003 : 4 : member I/O error.*$SMALL/m1.img.*"
 expect_reply "eio: record=off answers 4" "record=off" '!record = 4 : member write error.*'
 expect_reply "eio: further scans are refused" "record=on:again" '!record = 4 : member I/O error.*'
 check "eio: metrics scraped after the error" curl -sf -o "$T_DIR/eio.metrics" "http://$RD_MX/metrics"

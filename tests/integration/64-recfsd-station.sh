@@ -15,13 +15,16 @@ check "recfsd ready (vdif, udps: --strip 8)" start_recfsd -F vdif -S 8 -i "udp:1
 ver=$(recfsd --version | awk '{print $2}')
 expect_reply "version?" "version?" "!version \\? 0 : recfsd : $ver ;"
 expect_reply "mode= VDIF as configured" "mode = VDIF_8000-512-16-2" '!mode = 0 ;'
-expect_reply "mode?" "mode?" '!mode \? 0 : vdif ;'
+expect_reply "mode? in jive5ab's layout: mode, type, tracks, track rate, frame size" "mode?" '!mode \? 0 : VDIF_8000-512-16-2 : VDIF : 32 : 16.000000 : 8032 ;'
+expect_reply "mode= a malformed VDIF mode" "mode = VDIF_8000-512-x-2" "!mode = 8 : mode 'VDIF_8000-512-x-2'. want VDIF_<payload bytes>-<Mbit/s>-<channels>-<bits> ;"
 expect_reply "mode= another data type is refused" "mode=mark5b" "!mode = 8 : mode 'mark5b'. recfsd records VDIF or raw streams ;"
 expect_reply "net_protocol=udps (the sequence-number prefix stripped)" "net_protocol=udps" '!net_protocol = 0 ;'
 expect_reply "net_protocol= as FlexBuff sends it, buffer within --rcvbuf" "net_protocol=udps:32000000:256000000:4" '!net_protocol = 0 ;'
-expect_reply "net_protocol= a socket buffer over --rcvbuf conflicts" "net_protocol=udps:128M" '!net_protocol = 6 : socket buffer is 67108864 bytes .*'
+expect_reply "net_protocol= as the FS asks above 4 Gbit/s: the socket buffer grown past --rcvbuf" "net_protocol = udpsnor : 128000000 : 256000000 : 4" '!net_protocol = 0 ;'
+expect_reply "net_protocol? the buffer grown" "net_protocol?" '!net_protocol \? 0 : udps : 128000000 ;'
+expect_reply "net_protocol= a socket buffer past what the kernel keeps" "net_protocol=udps:2G" '!net_protocol = 8 : socket buffer at most .*'
 expect_reply "net_protocol= a junk size is a parameter error" "net_protocol=udps:nan" "!net_protocol = 8 : net_protocol SOCBUF 'nan' is not a size ;"
-expect_reply "net_protocol? protocol and buffer" "net_protocol?" '!net_protocol \? 0 : udps : 67108864 ;'
+expect_reply "net_protocol? protocol and buffer" "net_protocol?" '!net_protocol \? 0 : udps : 128000000 ;'
 expect_reply "net_protocol=tcp is refused" "net_protocol=tcp" '!net_protocol = 6 : recfsd receives udp.*'
 expect_reply "net_port= the bound port" "net_port=$port" '!net_port = 0 ;'
 expect_reply "net_port? in jive5ab's form" "net_port?" "!net_port \\? 0 : 127\\.0\\.0\\.1@$port ;"
@@ -31,9 +34,9 @@ expect_reply "mtu? says so" "mtu?" '!mtu \? 0 : 9000 ;'
 expect_reply "mtu=nan is a parameter error" "mtu=nan" '!mtu = 8 : mtu = 64 to 65535 ;'
 expect_reply "record? before any scan" "record?" '!record \? 0 : off ;'
 expect_reply "scan_check? before any scan" "scan_check?" '!scan_check \? 4 : no scan recorded yet ;'
-expect_reply "status? idle" "status?" '!status \? 0 : 0x00000001 : idle ;'
+expect_reply "status? idle" "status?" '!status \? 0 : 0x00000001 ;'
 expect_reply "record=off when not recording" "record=off" '!record = 6 : not recording ;'
-expect_reply "record=sideways" "record=sideways" "!record = 8 : 'sideways' is not on, off or a start time such as 2026y327d18h30m00s ;"
+expect_reply "record=sideways" "record=sideways" "!record = 8 : 'sideways' is not on, off, nthread, mk6 or a start time such as 2026y327d18h30m00s ;"
 expect_reply "record=on with a slash in the name" "record=on:a/b" '!record = 8 : record = on .*'
 expect_reply "record=on with too many fields" "record=on:a:b:c:d" '!record = 8 : record = on .*'
 expect_reply "unknown keyword" "frobnicate=1" '!frobnicate = 7 : no such keyword ;'
@@ -46,25 +49,26 @@ sleep 0.5
 expect_reply "record=on:no0001:r41234:Mh" "record=on:no0001:r41234:Mh" '!record = 0 ;'
 for i in 1 2 3; do
 	sleep 0.3
-	expect_reply "record? poll $i" "record?" '!record \? 0 : on : 1 : r41234_Mh_no0001 ;'
+	expect_reply "record? poll $i" "record?" '!record \? 0 : on : 1 : r41234_Mh_no0001 : [0-9]+ ;'
 done
-expect_reply "status? recording" "status?" '!status \? 0 : 0x00000041 : recording ;'
+expect_reply "status? recording" "status?" '!status \? 0 : 0x00000041 ;'
 expect_reply "record=on while recording conflicts" "record=on:no0002" "!record = 6 : already recording scan 'r41234_Mh_no0001' ;"
-expect_reply "record=off" "record=off" '!record = 0 ;'
+expect_reply "record=off" "record=off" '!record = 1 ;'
 expect_reply "record? off" "record?" '!record \? 0 : off ;'
 kill "$ppid" 2>/dev/null; wait "$ppid" 2>/dev/null
 sc=$(scan_checked)
 len=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; print([r["size"] for r in json.load(sys.stdin) if r["name"]=="r41234_Mh_no0001"][0])')
-check "scan_check? fields: scan#, name, vdif, frame size, start, length, rate, missing, bytes ($sc)" \
-	grep -Eqx "!scan_check \\? 0 : 1 : r41234_Mh_no0001 : vdif : 8032 : 20[0-9]{2}y[0-9]{3}d[0-9]{2}h[0-9]{2}m[0-9]{2}\\.[0-9]{4}s : [0-9]+\\.[0-9]{4}s : [0-9.]+Mbps : 0 : $len ;" <<<"$sc"
+check "scan_check? fields as the FS reads them: scan#, name, VDIF, tracks x threads, start, length, track rate, missing, frame size; then recordings, bytes, lost frames ($sc)" \
+	grep -Eqx "!scan_check \\? 0 : 1 : r41234_Mh_no0001 : VDIF : 2 : 20[0-9]{2}y[0-9]{3}d[0-9]{2}h[0-9]{2}m[0-9]{2}\\.[0-9]{4}s : [0-9]+\\.[0-9]{4}s : [0-9.]+ : 0 : 8032 : 1 : $len : 0 ;" <<<"$sc"
 expect_reply "scan_set=1" "scan_set=1" '!scan_set = 0 ;'
 expect_reply "scan_set?" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 ;'
 expect_reply "scan_set by name" "scan_set=r41234_Mh_no0001" '!scan_set = 0 ;'
 expect_reply "scan_set= an unknown scan" "scan_set=7" "!scan_set = 8 : no scan '7' among the last 8 recorded ;"
 expect_reply "scan_set= with offsets is not implemented" "scan_set=1:+10s" '!scan_set = 2 : .*'
+expect_reply "scan_set= with empty offsets, as the FS sends it" "scan_set = r41234_Mh_no0001 :  :  " '!scan_set = 0 ;'
 free=$(recfs info "$PACK" | awk '/^free/{print $2}')
-expect_reply "dir_info?" "dir_info?" "!dir_info \\? 0 : 1 : $len : [0-9]+ ;"
-expect_reply "status? idle again" "status?" '!status \? 0 : 0x00000001 : idle ;'
+expect_reply "dir_info? recordings, bytes, total (as jive5ab), free" "dir_info?" "!dir_info \\? 0 : 1 : $len : [0-9]+ : [0-9]+ ;"
+expect_reply "status? idle again" "status?" '!status \? 0 : 0x00000001 ;'
 expect_reply "delete= a recording being... none: an unknown name" "delete=nope" "!delete = 8 : no recording named 'nope' ;"
 # recfs ctl, the small client: replies on stdout, exit 0 / 4 / 1
 run recfs ctl "$RD_CTL" 'record?' 'scan_set?'

@@ -67,7 +67,7 @@ check "scrape while recording" scrape
 check "recording 1 while the scan runs" test "$(val 'recfsd_recording{}')" = 1.0
 check "scan_info names the scan and its state" test "$(val 'recfsd_scan_info{name="m1",scan="1",state="recording"}')" = 1.0
 check "frames lost so far: 3" test "$(val 'recfsd_vdif_frames_lost_total{input="a",stream="a"}')" = 3.0
-expect_reply "record=off" "record=off" '!record = 0 ;'
+expect_reply "record=off" "record=off" '!record = 1 ;'
 # the seal ends the scan: scrape until the scan is idle and sealed (its
 # recording's rows out of the free figure), not after a fixed sleep
 sealed() {

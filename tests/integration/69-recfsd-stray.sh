@@ -63,12 +63,12 @@ send "$pb" stray "$T_DIR/x"          # b: the probe inside the scan, first of al
 send "$pa" vdif 100 300 "$T_DIR/v1_a.want"
 send "$pb" vdif 200 300 "$T_DIR/v1_b.want"
 check "v1: the scan's datagrams are taken" wait_drained "$pa" "$pb"
-expect_reply "status? while v1 records: no error" "status?" '!status \? 0 : 0x00000041 : recording ;'
-expect_reply "record=off" "record=off" '!record = 0 ;'
-got=$(scan_checked)
+expect_reply "status? while v1 records: no error" "status?" '!status \? 0 : 0x00000041 ;'
+expect_reply "record=off" "record=off" '!record = 1 ;'
+got="$(scan_checked 0) $(scan_checked 1)"
 check "v1: scan_check? gives both recordings, vdif 1032, 309600 bytes ($got)" \
-	grep -Eqx '!scan_check \? 0 : 1 : v1_a : vdif : 1032 : [^:]+ : [^:]+ : [^:]+ : 0 : 309600 : 1 : v1_b : vdif : 1032 : [^:]+ : [^:]+ : [^:]+ : 0 : 309600 ;' <<<"$got"
-expect_reply "status? after v1: idle, no error" "status?" '!status \? 0 : 0x00000001 : idle ;'
+	grep -Eqx '!scan_check \? 0 : 1 : v1_a : VDIF : [^:]+ : [^:]+ : [^:]+ : [^:]+ : 0 : 1032 : 1 : 309600 : 0 ; !scan_check \? 0 : 1 : v1_b : VDIF : [^:]+ : [^:]+ : [^:]+ : [^:]+ : 0 : 1032 : 1 : 309600 : 0 ;' <<<"$got"
+expect_reply "status? after v1: idle, no error" "status?" '!status \? 0 : 0x00000001 ;'
 for n in v1_a v1_b; do
 	recfs cat "$PACK" "$n" >"$T_DIR/$n.got" 2>"$T_DIR/cat.err"
 	check "$n holds the real stream exactly ($(stat -c %s "$T_DIR/$n.got") bytes)" cmp "$T_DIR/$n.got" "$T_DIR/$n.want"
@@ -81,16 +81,16 @@ send "$pa" vdif 101 50 udps "$T_DIR/x"
 send "$pb" vdif 201 50 "$T_DIR/v2_b.want"
 check "v2: the scan's datagrams are taken" wait_drained "$pa" "$pb"
 expect_reply "status? while v2 records nothing on a: the error bit, and why" "status?" \
-	"!status \? 0 : 0x00000043 : recording : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) ;"
+	"!status \? 0 : 0x00000043 : 4 : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) : [^:]+ ;"
 check "metrics scraped while v2 records" scrape
 check "recfsd_scan_blind is 1 on a" test "$(metric 'recfsd_scan_blind{input="a",stream="a"}')" = 1
 check "recfsd_scan_blind is 0 on b" test "$(metric 'recfsd_scan_blind{input="b",stream="b"}')" = 0
-expect_reply "record=off" "record=off" '!record = 0 ;'
-got=$(scan_checked)
+expect_reply "record=off" "record=off" '!record = 1 ;'
+got="$(scan_checked) $(scan_checked 1)"
 check "v2: scan_check? says a recorded nothing, rc 4; b is whole ($got)" \
-	grep -Eqx "!scan_check \? 4 : 2 : v2_a : error : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) : 2 : v2_b : vdif : 1032 : [^:]+ : [^:]+ : [^:]+ : 0 : 51600 ;" <<<"$got"
+	grep -Eqx "!scan_check \? 4 : 2 : v2_a : error : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) ; !scan_check \? 0 : 2 : v2_b : VDIF : [^:]+ : [^:]+ : [^:]+ : [^:]+ : 0 : 1032 : 1 : 51600 : 0 ;" <<<"$got"
 expect_reply "status? after v2: idle with the error bit, and why" "status?" \
-	"!status \? 0 : 0x00000003 : idle : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) ;"
+	"!status \? 0 : 0x00000003 : 4 : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) : [^:]+ ;"
 check "metrics scraped after v2" scrape
 check "recfsd_blind_scans_total is 1 on a" test "$(metric 'recfsd_blind_scans_total{input="a",stream="a"}')" = 1
 check "recfsd_blind_scans_total is 0 on b" test "$(metric 'recfsd_blind_scans_total{input="b",stream="b"}')" = 0
@@ -99,10 +99,10 @@ check "50 wrong-size datagrams counted on a" test "$(metric 'recfsd_wrong_size_d
 expect_reply "record=on:v3" "record=on:v3" '!record = 0 ;'
 send "$pa" vdif 102 40 "$T_DIR/v3_a.want"
 check "v3: the scan's datagrams are taken" wait_drained "$pa"
-expect_reply "record=off" "record=off" '!record = 0 ;'
+expect_reply "record=off" "record=off" '!record = 1 ;'
 got=$(scan_checked)
-check "v3: a records again ($got)" grep -Eq '^!scan_check \? 0 : 3 : v3_a : vdif : 1032 : [^:]+ : [^:]+ : [^:]+ : 0 : 41280 : 3 : v3_b : - : no data ;$' <<<"$got"
-expect_reply "status? after v3: idle, no error" "status?" '!status \? 0 : 0x00000001 : idle ;'
+check "v3: a records again, b received nothing ($got)" grep -Eq '^!scan_check \? 0 : 3 : v3 : VDIF : [^:]+ : [^:]+ : [^:]+ : [^:]+ : 0 : 1032 : 1 : 41280 : 0 ;$' <<<"$got"
+expect_reply "status? after v3: idle, no error" "status?" '!status \? 0 : 0x00000001 ;'
 recfs cat "$PACK" v3_a >"$T_DIR/v3_a.got" 2>"$T_DIR/cat.err"
 check "v3_a holds the stream exactly" cmp "$T_DIR/v3_a.got" "$T_DIR/v3_a.want"
 stop_recfsd
@@ -121,11 +121,11 @@ send "$px" stray "$T_DIR/x"
 send "$px" raw 2 200 "$T_DIR/r1_x.want"
 send "$py" raw 3 200 "$T_DIR/r1_y.want"
 check "r1: the scan's datagrams are taken" wait_drained "$px" "$py"
-expect_reply "record=off" "record=off" '!record = 0 ;'
-got=$(scan_checked)
+expect_reply "record=off" "record=off" '!record = 1 ;'
+got="$(scan_checked 0) $(scan_checked 1)"
 check "r1: scan_check? gives both recordings, raw 8192, 1638400 bytes ($got)" \
-	grep -Eqx '!scan_check \? 0 : 1 : r1_x : raw : 8192 : [^:]+ : [^:]+ : [^:]+ : 0 : 1638400 : 1 : r1_y : raw : 8192 : [^:]+ : [^:]+ : [^:]+ : 0 : 1638400 ;' <<<"$got"
-expect_reply "status? after r1: idle, no error" "status?" '!status \? 0 : 0x00000001 : idle ;'
+	grep -Eqx '!scan_check \? 0 : 1 : r1_x : raw : 0 : [^:]+ : [^:]+ : [^:]+ : 0 : 8192 : 1 : 1638400 : 0 ; !scan_check \? 0 : 1 : r1_y : raw : 0 : [^:]+ : [^:]+ : [^:]+ : 0 : 8192 : 1 : 1638400 : 0 ;' <<<"$got"
+expect_reply "status? after r1: idle, no error" "status?" '!status \? 0 : 0x00000001 ;'
 for n in r1_x r1_y; do
 	recfs cat "$PACK" "$n" >"$T_DIR/$n.got" 2>"$T_DIR/cat.err"
 	check "$n holds the real stream exactly ($(stat -c %s "$T_DIR/$n.got") bytes)" cmp "$T_DIR/$n.got" "$T_DIR/$n.want"
@@ -148,10 +148,10 @@ send "$ps" startup "$T_DIR/x"
 send "$ps" vdif 400 100 - 0 "$T_DIR/sp_t0.want"
 send "$ps" vdif 400 100 - 1 "$T_DIR/sp_t1.want"
 check "sp: the scan's datagrams are taken" wait_drained "$ps"
-expect_reply "record=off" "record=off" '!record = 0 ;'
-got=$(scan_checked)
+expect_reply "record=off" "record=off" '!record = 1 ;'
+got="$(scan_checked 0) $(scan_checked 1)"
 check "sp: both threads vdif 1032, 103200 bytes ($got)" \
-	grep -Eqx '!scan_check \? 0 : 1 : sp_t0 : vdif : 1032 : [^:]+ : [^:]+ : [^:]+ : 0 : 103200 : 1 : sp_t1 : vdif : 1032 : [^:]+ : [^:]+ : [^:]+ : 0 : 103200 ;' <<<"$got"
+	grep -Eqx '!scan_check \? 0 : 1 : sp_t0 : VDIF : [^:]+ : [^:]+ : [^:]+ : [^:]+ : 0 : 1032 : 1 : 103200 : 0 ; !scan_check \? 0 : 1 : sp_t1 : VDIF : [^:]+ : [^:]+ : [^:]+ : [^:]+ : 0 : 1032 : 1 : 103200 : 0 ;' <<<"$got"
 for n in sp_t0 sp_t1; do
 	recfs cat "$PACK" "$n" >"$T_DIR/$n.got" 2>"$T_DIR/cat.err"
 	check "$n holds its thread's stream exactly" cmp "$T_DIR/$n.got" "$T_DIR/$n.want"

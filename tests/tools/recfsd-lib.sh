@@ -40,14 +40,25 @@ expect_reply() {
 	if grep -Eqx -- "$want" <<<"$got"; then pass "$d"; else fail "$d: '$s' answered '$got', want /$want/"; fi
 }
 
+# wait_reply STMT REGEX [TRIES]: poll until the reply matches (TRIES x 0.1 s)
+wait_reply() {
+	local i
+	for ((i = 0; i < ${3:-100}; i++)); do
+		grep -Eqx -- "$2" <<<"$(vsi "$1")" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # scan_checked: the scan_check? reply once the scan is sealed (it answers
-# 5 while a seal takes longer than its 1 s wait: 16 lanes on a loaded
-# machine); 20 s at most
+# 5 while the seal is still going: 16 lanes on a loaded machine); 20 s at
+# most
 scan_checked() {
 	local i got
-	for ((i = 0; i < 20; i++)); do
-		got=$(vsi "scan_check?")
+	for ((i = 0; i < 200; i++)); do
+		got=$(vsi "scan_check?${1:+ $1}")
 		[[ $got == '!scan_check ? 5 '* ]] || break
+		sleep 0.1
 	done
 	echo "$got"
 }
