@@ -745,6 +745,8 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 		goto out_close_devs;
 	}
 	p->sb = sbs[ref];
+	/* devs[ref] moves into p->m below: name it by this */
+	const char *ref_path = devs[ref]->path;
 	for (unsigned i = 0; i < n; i++) {
 		char u[37], pu[37];
 		if (!ok[i])
@@ -760,7 +762,7 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 		if (!same_geom(&sbs[i], &p->sb)) {
 			err = recfs_seterr(-EUCLEAN,
 					   "%s: superblock disagrees with %s about the pack's geometry",
-					   devs[i]->path, devs[ref]->path);
+					   devs[i]->path, ref_path);
 			goto out_close_devs;
 		}
 		unsigned idx = sbs[i].member_index;

@@ -73,6 +73,16 @@ make_members 2 64M f
 mkfs.recfs -q -L other "$T_DIR/f0.img,$T_DIR/f1.img"
 MEMBERS="${m[*]}"; PACK=$(tr ' ' , <<<"$MEMBERS")
 refused "foreign member" "f1.img: member of another pack \([0-9a-f-]+, label 'other'\)" recfs ls "${m[0]},${m[1]},$T_DIR/f1.img,${m[3]}"
+# a member whose superblock disagrees with the others (its label; checksum
+# right): refused by name (recfs ls and info crashed on it)
+make_members 2 64M g
+mkfs.recfs -q -L incons "$T_DIR/g0.img,$T_DIR/g1.img"
+"$RECFS_BIN/../tests/fsck-helper" set-super "$T_DIR/g1.img" primary label intruder
+for c in ls info; do
+	expect_err "inconsistent member ($c)" 1 "g1.img: superblock disagrees with .*g0.img about the pack's geometry" \
+		recfs $c "$T_DIR/g0.img,$T_DIR/g1.img"
+done
+MEMBERS="${m[*]}"; PACK=$(tr ' ' , <<<"$MEMBERS")
 refused "not a member at all" "src1: not a recfs member" recfs ls "$T_DIR/src1"
 refused "nonexistent member" "nothere: No such file or directory" recfs ls "$T_DIR/nothere,${m[1]}"
 refused "empty pack" "empty pack" recfs ls ""
