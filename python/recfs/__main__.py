@@ -132,7 +132,8 @@ def cmd_verify(a):
     names = [os.fsencode(n) for n in a.names] if a.names else [e.name for e in p.entries()]
     bad = 0
     for n in names:
-        f = p.open(n).raw
+        bf = p.open(n)
+        f = bf.raw
         total = 0
         buf = bytearray(max(p.geom.chunk_size, 4 << 20))
         while True:
