@@ -72,17 +72,21 @@ def test_baseband_vdif():
     spec = os.environ.get("RECFS_TEST_VDIF_PACK")
     if not spec:
         pytest.skip("no VDIF pack (run through 70-python-reader.sh)")
+    import astropy.units as u
     from baseband import vdif
     p = recfs.Pack(spec)
-    with p.open("vscan") as raw, vdif.open(raw, "rs") as fh:
+    with p.open("vscan") as raw:
+        hdr = vdif.VDIFHeader.fromfile(raw)
+    # recfs-record -i gen:vdif --frame-rate 1000: too short to detect the rate
+    rate = 1000 * hdr.samples_per_frame * u.Hz
+    with p.open("vscan") as raw, vdif.open(raw, "rs", sample_rate=rate) as fh:
         ours = fh.read()
-        hdr = fh.header0
-    with vdif.open(os.environ["RECFS_TEST_VDIF_SRC"], "rs") as fh:
+    with vdif.open(os.environ["RECFS_TEST_VDIF_SRC"], "rs", sample_rate=rate) as fh:
         ref = fh.read()
     assert ours.shape == ref.shape and ours.shape[0] > 0
     assert np.array_equal(ours, ref)
     assert hdr.frame_nbytes == 8032
     m = os.environ.get("RECFS_TEST_MOUNT")
     if m:
-        with vdif.open(os.path.join(m, "vscan"), "rs") as fh:
+        with vdif.open(os.path.join(m, "vscan"), "rs", sample_rate=rate) as fh:
             assert np.array_equal(fh.read(), ours)
