@@ -55,6 +55,7 @@ fi
 rc=$?
 cat "$T_DIR/pytest.log"
 while read -r word id rest; do
+	id=${id##*/python/}
 	case $word in
 	PASSED) pass "pytest $id" ;;
 	FAILED | ERROR) fail "pytest $id $rest" ;;
