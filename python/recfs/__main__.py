@@ -101,8 +101,7 @@ def cmd_cat(a):
     off = _bytes_arg(a.offset, "--offset") if a.offset is not None else 0
     length = _bytes_arg(a.length, "--length") if a.length is not None else None
     p = Pack(a.pack)
-    f = p.open(a.name, verify=not a.no_verify)
-    raw = f.raw
+    raw = p.open(a.name, verify=not a.no_verify, buffering=0)
     if off > raw.size:
         raise Error(22, "--offset %d is past the end of '%s' (%d bytes)" % (off, raw.name, raw.size))
     raw.seek(off)
@@ -132,8 +131,7 @@ def cmd_verify(a):
     names = [os.fsencode(n) for n in a.names] if a.names else [e.name for e in p.entries()]
     bad = 0
     for n in names:
-        bf = p.open(n)
-        f = bf.raw
+        f = p.open(n, buffering=0)
         total = 0
         buf = bytearray(max(p.geom.chunk_size, 4 << 20))
         while True:

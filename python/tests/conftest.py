@@ -63,8 +63,7 @@ def src(d, name, n, seed=0):
 def py_cat(pack, name, verify=True):
     """what `recfs cat` would write, and its error (or None): whole chunks
     until the first bad one"""
-    bf = pack.open(name, verify=verify)
-    f = bf.raw
+    f = pack.open(name, verify=verify, buffering=0)
     out = bytearray()
     buf = bytearray(max(pack.geom.chunk_size, 4 << 20))
     while True:
