@@ -42,7 +42,27 @@ def _bytes_arg(s, what):
     return v
 
 
+def _check_output(spec):
+    """refuse to write over a member of the pack (recfs cat > /dev/sdb)"""
+    import stat
+    from .pack import _same_storage, split_spec
+    try:
+        out = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        return
+    if not stat.S_ISREG(out.st_mode) and not stat.S_ISBLK(out.st_mode):
+        return
+    for m in split_spec(spec):
+        try:
+            if _same_storage(out, os.stat(m)):
+                raise Error(17, "standard output (redirected) is member %s of the pack: "
+                            "refusing to write over it" % m)
+        except FileNotFoundError:
+            pass
+
+
 def cmd_ls(a):
+    _check_output(a.pack)
     p = Pack(a.pack)
     for w in p.dup_uid_warnings():
         sys.stderr.write("%s: %s\n" % (PROG, w))
@@ -100,6 +120,7 @@ def cmd_info(a):
 def cmd_cat(a):
     off = _bytes_arg(a.offset, "--offset") if a.offset is not None else 0
     length = _bytes_arg(a.length, "--length") if a.length is not None else None
+    _check_output(a.pack)
     p = Pack(a.pack)
     raw = p.open(a.name, verify=not a.no_verify, buffering=0)
     if off > raw.size:

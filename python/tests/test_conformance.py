@@ -6,6 +6,7 @@ import random
 import shutil
 import struct
 import subprocess
+import sys
 import time
 
 import pytest
@@ -279,6 +280,16 @@ def test_cli(tmp_path):
     assert r.stderr == c.stderr and r.returncode == 1
     r = cli("verify", spec)
     assert r.returncode == 0 and b"a: 333333 bytes verified" in r.stdout
+    # standard output onto a member: refused, the member unchanged
+    m1 = spec.split(",")[1]
+    before = open(m1, "rb").read()
+    for args in (["cat", spec, "a"], ["ls", spec]):
+        with open(m1, "r+b") as out:
+            r = subprocess.run([os.path.join(BIN, "recfs")] + args, stdout=out, stderr=subprocess.PIPE)
+        with open(m1, "r+b") as out:
+            q = subprocess.run([sys.executable, "-m", "recfs"] + args, stdout=out, stderr=subprocess.PIPE)
+        assert r.returncode == q.returncode == 1 and q.stderr == r.stderr, (r.stderr, q.stderr)
+    assert open(m1, "rb").read() == before
 
 
 def test_random_reads(tmp_path):
