@@ -14,6 +14,9 @@ from .format import (BLOCK, ENTRY_SIZE, ENT_MAGIC, MAX_MEMBERS, SLOT_SIZE, STATE
                      pack_seed, sdecode, text, uuid_str)
 
 
+_PREADV = hasattr(os, "preadv")
+
+
 def _strerror(e):
     return os.strerror(e.errno) if e.errno else str(e)
 
@@ -110,11 +113,12 @@ class Member:
             except OSError:
                 pass
 
-    def pread(self, n, off):
-        """exactly n bytes at off (n and off 4096-aligned when direct)"""
-        if self.direct:
+    def pread(self, n, off, buf=None):
+        """exactly n bytes at off (n and off 4096-aligned when direct), into
+        buf (a page-aligned mmap of at least n bytes) when given"""
+        if buf is not None or self.direct:
             # page-aligned memory, as O_DIRECT wants; handed on without a copy
-            buf = memoryview(mmap.mmap(-1, max(n, BLOCK)))
+            buf = memoryview(buf if buf is not None else mmap.mmap(-1, max(n, BLOCK)))
             got = 0
             while got < n:
                 r = os.preadv(self.fd, [buf[got:n]], off + got)
@@ -186,8 +190,9 @@ class Pack:
                 d.close()
             self.close()
             raise
-        self._pool = ThreadPoolExecutor(workers or max(4, 2 * self.geom.members),
-                                        thread_name_prefix="recfs")
+        nw = workers or max(4, 2 * self.geom.members)
+        self._free, self._nbufs = [], nw + max(1, (32 << 20) // self.geom.chunk_size)
+        self._pool = ThreadPoolExecutor(nw, thread_name_prefix="recfs")
 
     # -------------------------------------------------------------- assembly
     def _assemble(self, devs):
@@ -558,16 +563,40 @@ class Pack:
         if not d:
             raise Error(errno.EIO, "'%s': bytes %d-%d are on missing member %d"
                         % (name, c * cs, c * cs + clen - 1, m))
+        buf = self._buf_get() if _PREADV else None
         try:
-            data = d.pread((clen + BLOCK - 1) // BLOCK * BLOCK, moff)
+            data = d.pread((clen + BLOCK - 1) // BLOCK * BLOCK, moff, buf)
         except OSError:
+            self.buf_put(buf)
             raise Error(errno.EIO, "'%s': bytes %d-%d: read from member %d (%s) failed"
                         % (name, c * cs, c * cs + clen - 1, m, d.path)) from None
         if len(data) != clen:
             data = data[:clen]
         if verify:
-            self._check(e, c, data, slot)
+            try:
+                self._check(e, c, data, slot)
+            except BaseException:
+                del data
+                self.buf_put(buf)
+                raise
         return data
+
+    # chunk buffers: page-aligned, reused (a fresh mapping per chunk costs
+    # the kernel's zeroing and page faults, more than the checksum)
+    def _buf_get(self):
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        return mmap.mmap(-1, self.geom.chunk_size)
+
+    def buf_put(self, data):
+        """give back the buffer under a chunk a reader has copied out"""
+        b = data.obj if isinstance(data, memoryview) else data
+        if not isinstance(b, mmap.mmap) or len(b) != self.geom.chunk_size:
+            return
+        with self._lock:
+            if len(self._free) < 4 * self._nbufs:
+                self._free.append(b)
 
     def _check(self, e, c, data, hint=None):
         """FORMAT.md 6: a full chunk matches its table slot (any member's replica),

@@ -26,6 +26,7 @@ class RecordingFile(io.RawIOBase):
         self._pos = 0
         self._next = 0          # where a sequential reader goes next
         self._fut = OrderedDict()  # chunk -> Future of its committed bytes
+        self._hints = {}           # chunk -> its checksum slot (csum, len), read ahead
         self.name = sdecode(entry.name)
         self.entry = entry
 
@@ -62,15 +63,18 @@ class RecordingFile(io.RawIOBase):
         want = [c for c in range(c0, min(c1, self._nchunks)) if c not in self._fut]
         if not want:
             return
-        hints = {}
-        if self._verify:
-            a, b = want[0], min(want[-1] + 1, self._full)
-            if b > a:
-                try:
-                    for k, s in enumerate(self._p._slots(self._e, a, b - a)):
-                        hints[a + k] = s
-                except OSError:
-                    pass   # each chunk then reads its slot itself and names what fails
+        hints = self._hints
+        if self._verify and want[0] < self._full and want[0] not in hints:
+            # the table's slots for many chunks in one read (16 KiB: 1024
+            # chunks), not one small (O_DIRECT: uncached) read per call
+            a = want[0]
+            b = min(max(want[-1] + 1, a + 1024), self._full)
+            hints.clear()
+            try:
+                for k, s in enumerate(self._p._slots(self._e, a, b - a)):
+                    hints[a + k] = s
+            except OSError:
+                pass   # each chunk then reads its slot itself and names what fails
         pool = self._p._pool
         for c in want:
             self._fut[c] = pool.submit(self._p._fetch, self._e, c, self._verify, hints.get(c))
@@ -106,6 +110,7 @@ class RecordingFile(io.RawIOBase):
             done += k
             if a + k == len(data):
                 self._fut.pop(c, None)
+                self._p.buf_put(data)
         self._pos = self._next = pos + done
         return done
 
@@ -121,6 +126,6 @@ class RecordingFile(io.RawIOBase):
 
     def close(self):
         for f in self._fut.values():
-            f.cancel()
+            f.cancel()     # buffers of fetched chunks are left to the collector
         self._fut.clear()
         super().close()
