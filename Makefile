@@ -30,6 +30,8 @@ $(eval $(call pkgconf,LIB_LIBS,--libs $(PC_LIBS),-lxxhash -lblkid -luuid))
 $(eval $(call pkgconf,AIO_LIBS,--libs libaio,-laio))
 $(eval $(call pkgconf,FUSE_CFLAGS,--cflags fuse3,))
 $(eval $(call pkgconf,FUSE_LIBS,--libs fuse3,-lfuse3))
+$(eval $(call pkgconf,MHD_CFLAGS,--cflags libmicrohttpd,))
+$(eval $(call pkgconf,MHD_LIBS,--libs libmicrohttpd,-lmicrohttpd))
 $(eval $(call pkgconf,CMOCKA_CFLAGS,--cflags cmocka,))
 $(eval $(call pkgconf,CMOCKA_LIBS,--libs cmocka,-lcmocka))
 THREAD_LIBS := -lpthread
@@ -72,9 +74,9 @@ $(LIBRECFS): $(LIB_OBJS)
 # build-deps: what compiling and linking need; every object waits for it, so
 # `make`, `make install` and `make demo` work on a machine without them.
 # deps: that and what the tests and benchmarks run.
-BUILD_PKGS := libfuse3-dev libaio-dev libxxhash-dev libblkid-dev uuid-dev pkg-config
+BUILD_PKGS := libfuse3-dev libaio-dev libxxhash-dev libblkid-dev uuid-dev libmicrohttpd-dev pkg-config
 TEST_PKGS := fuse3 libcmocka-dev fio attr python3 python3-venv python3-prometheus-client curl util-linux \
-	fdisk e2fsprogs xxd clang
+	fdisk e2fsprogs xxd clang strace
 DEB_PKGS := $(BUILD_PKGS) $(TEST_PKGS)
 # $(call install_pkgs,PACKAGES): apt-get install those not installed (root only)
 define install_pkgs

@@ -55,7 +55,7 @@ static const char *state_name(uint8_t s)
 
 static const char *fmt_name(uint8_t f)
 {
-	return f == RECFS_FMT_VDIF ? "vdif" : "raw";
+	return f == RECFS_FMT_VDIF ? "vdif" : f == RECFS_FMT_RAW ? "raw" : "unknown";
 }
 
 static double rec_rate(const struct recfs_rec *r)

@@ -10,5 +10,6 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBRECFS)
 
 # unit tests of recorder/ pieces link their objects
 $(BUILD)/tests/test_metrics: $(MX_OBJS)
+$(BUILD)/tests/test_metrics: LIB_LIBS += $(MHD_LIBS)
 $(BUILD)/tests/test_sdnotify: $(SDNOTIFY_OBJS)
 $(BUILD)/tests/test_vsis: $(VSIS_OBJS)

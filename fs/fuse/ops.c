@@ -30,6 +30,24 @@ static struct rm_ctx *ctx_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* The node of FUSE node id ino and a snapshot of its recording into r, or
+ * NULL with the error replied: ENOENT for no such node, `gone` for one
+ * deleted since the kernel looked it up. */
+static struct rm_node *node_req(fuse_req_t req, struct rm_ctx *c, fuse_ino_t ino, int gone,
+				struct recfs_rec *r)
+{
+	struct rm_node *n = rm_node_of(c, ino);
+	if (!n) {
+		fuse_reply_err(req, ENOENT);
+		return NULL;
+	}
+	if (rm_node_snapshot(c, n, false, r) < 0) {
+		fuse_reply_err(req, gone);
+		return NULL;
+	}
+	return n;
+}
+
 /* ------------------------------------------------------------ attributes */
 
 static void ts_of(uint64_t ns, struct timespec *ts)
@@ -231,17 +249,10 @@ static void rm_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, RM_TIMEOUT);
 		return;
 	}
-	n = rm_node_of(c, ino);
-	if (!n) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
 	/* deleted since lookup: ESTALE (the kernel asks here before reading
 	 * an open file; a path lookup retries and then finds no name) */
-	if (rm_node_snapshot(c, n, false, &r) < 0) {
-		fuse_reply_err(req, ESTALE);
+	if (!(n = node_req(req, c, ino, ESTALE, &r)))
 		return;
-	}
 	rec_stat(c, &r, &st);
 	fuse_reply_attr(req, &st, attr_timeout(&r));
 }
@@ -328,18 +339,11 @@ static void rm_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EISDIR);
 		return;
 	}
-	n = rm_node_of(c, ino);
-	if (!n) {
-		fuse_reply_err(req, ENOENT);
-		return;
-	}
 	/* deleted: ESTALE makes the kernel look the name up again (the
 	 * dentry it opened may be cached from before a delete and reuse):
 	 * the new recording by that name, or ENOENT */
-	if (rm_node_snapshot(c, n, false, &r) < 0) {
-		fuse_reply_err(req, ESTALE);
+	if (!(n = node_req(req, c, ino, ESTALE, &r)))
 		return;
-	}
 	if (!__atomic_load_n(&c->ra_set, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_lock(&c->meta);
 		set_readahead(c);
@@ -620,11 +624,8 @@ static void rm_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	n = rm_node_of(c, ino);
-	if (!n || rm_node_snapshot(c, n, false, &r) < 0) {
-		fuse_reply_err(req, ENOENT);
+	if (!(n = node_req(req, c, ino, ENOENT, &r)))
 		return;
-	}
 	buf = malloc(cap);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);

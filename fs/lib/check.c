@@ -481,6 +481,25 @@ static int pass1(struct ck *c)
 			read_super(m, 1, boff);
 		}
 	}
+	/* no valid primary: only the smallest member's backup is at its end;
+	 * it names member_size, hence backup_off, for the others (FORMAT.md 3) */
+	for (unsigned j = 0; j < c->n; j++) {
+		uint64_t boff;
+		if (c->a[j].ignored || c->a[j].err[1] || !c->a[j].err[0])
+			continue;
+		boff = c->a[j].sb[1].backup_off;
+		for (unsigned i = 0; i < c->n; i++) {
+			struct ck_member *m = &c->a[i];
+			if (!m->ignored && !m->err[0])
+				boff = 0; /* a valid primary placed every backup */
+		}
+		for (unsigned i = 0; boff && i < c->n; i++) {
+			struct ck_member *m = &c->a[i];
+			if (!m->ignored && m->err[1] && boff + RECFS_BLOCK <= m->dev->size)
+				read_super(m, 1, boff);
+		}
+		break;
+	}
 	/* the pack's superblock: the one most members agree with (a copy
 	 * of theirs does), then most copies; a different one with as many
 	 * votes is a tie that nothing here can settle */
@@ -499,7 +518,11 @@ static int pass1(struct ck *c)
 			}
 			if (i < RECFS_MAX_MEMBERS * 2)
 				votes[i][k] = v;
-			if (v > bestv) {
+			/* as many votes: the lower pack UUID, then member index,
+			 * so that the order of the arguments decides nothing */
+			const struct recfs_super *ns = &c->a[i].sb[k], *bs = best >= 0 ? &c->a[best].sb[bestk] : NULL;
+			int uc = bs ? memcmp(ns->pack_uuid, bs->pack_uuid, 16) : 0;
+			if (v > bestv || (v == bestv && bs && (uc < 0 || (!uc && ns->member_index < bs->member_index)))) {
 				bestv = v;
 				best = (int)i;
 				bestk = k;
@@ -511,8 +534,10 @@ static int pass1(struct ck *c)
 			if (c->a[i].ignored || c->a[i].err[k] || votes[i][k] != bestv)
 				continue;
 			f = sb_diff(&c->a[best].sb[bestk], &c->a[i].sb[k]);
-			/* another pack's member is foreign, never written */
-			if (f && !memcmp(c->a[best].sb[bestk].pack_uuid, c->a[i].sb[k].pack_uuid, 16)) {
+			/* another pack's member is foreign, never written; but as
+			 * many votes for another pack leave which pack is meant
+			 * unknown (FORMAT.md 3): nothing is written either */
+			if (f) {
 				memset(&pc, 0, sizeof(pc));
 				pc.member = c->a[best].dev->path;
 				pc.name = c->a[i].dev->path;

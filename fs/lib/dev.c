@@ -2,9 +2,12 @@
 /* The real device backend: block devices and regular files, pread/pwrite,
  * O_DIRECT when the file system allows it; signature probing with libblkid. */
 #include <blkid/blkid.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -77,6 +80,89 @@ static const struct recfs_dev_ops file_ops = {
 	.close = file_close,
 };
 
+/* ------------------------------------------------------------ loop devices */
+/* sysfs attribute /sys/block/NAME/ATTR into buf, without its newline; 0 or -1 */
+static int sys_read(const char *name, const char *attr, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/sys/block/%s/%s", name, attr);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	if (buf[n - 1] == '\n')
+		buf[n - 1] = 0;
+	return 0;
+}
+
+/* Is loop device NAME held: opened exclusively (a mount, a recfs writer,
+ * mkfs) or claimed by a stacked device (holders/)? */
+static bool loop_held(const char *name)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "/dev/%s", name);
+	int fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+	} else if (errno == EBUSY) {
+		return true;
+	}
+	snprintf(path, sizeof(path), "/sys/block/%s/holders", name);
+	DIR *h = opendir(path);
+	bool held = false;
+	for (struct dirent *e; h && !held && (e = readdir(h));)
+		held = e->d_name[0] != '.';
+	if (h)
+		closedir(h);
+	return held;
+}
+
+/* A lock on a regular file does not reach a writer that goes through a loop
+ * device backed by it (losetup -j FILE): -EBUSY naming the loop device if
+ * one is held, else 0. */
+static int loop_backing_check(const char *path, const struct stat *st)
+{
+	DIR *dir = opendir("/sys/block");
+	int err = 0;
+	if (!dir)
+		return 0;
+	for (struct dirent *e; !err && (e = readdir(dir));) {
+		char back[PATH_MAX];
+		struct stat bs;
+		if (strncmp(e->d_name, "loop", 4) || sys_read(e->d_name, "loop/backing_file", back, sizeof(back)) ||
+		    stat(back, &bs) || bs.st_dev != st->st_dev || bs.st_ino != st->st_ino)
+			continue;
+		if (loop_held(e->d_name))
+			err = recfs_seterr(-EBUSY, "%s: in use through loop device /dev/%s (its backing file)",
+					   path, e->d_name);
+	}
+	closedir(dir);
+	return err;
+}
+
+/* The other way round: loop device path whose backing file a writer has
+ * locked (flock, as RECFS_DEV_EXCL takes on files). */
+static int loop_file_check(const char *path, const struct stat *st)
+{
+	char name[64], back[PATH_MAX];
+	snprintf(name, sizeof(name), "loop%u", minor(st->st_rdev));
+	if (major(st->st_rdev) != 7 || sys_read(name, "loop/backing_file", back, sizeof(back)))
+		return 0;
+	int fd = open(back, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int err = 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK)
+		err = recfs_seterr(-EBUSY, "%s: its backing file %s is in use by another writer (locked)", path,
+				   back);
+	close(fd);
+	return err;
+}
+
 int recfs_dev_open(const char *path, unsigned flags, struct recfs_dev **out)
 {
 	struct recfs_dev *d;
@@ -110,6 +196,11 @@ int recfs_dev_open(const char *path, unsigned flags, struct recfs_dev **out)
 		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		close(fd);
 		return recfs_seterr(err, "%s: in use by another writer (locked)", path);
+	}
+	if ((flags & RECFS_DEV_EXCL) &&
+	    (err = S_ISREG(st.st_mode) ? loop_backing_check(path, &st) : loop_file_check(path, &st))) {
+		close(fd);
+		return err;
 	}
 
 	d = calloc(1, sizeof(*d));

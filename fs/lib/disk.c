@@ -178,6 +178,36 @@ void recfs_super_encode(const struct recfs_super *s, void *blk)
 	d->checksum = htole64(XXH3_64bits(d, offsetof(struct recfs_disk_super, checksum)));
 }
 
+const char *recfs_super_diff(const struct recfs_super *a, const struct recfs_super *b)
+{
+#define F(x) if (a->x != b->x) return #x
+	F(version);
+	F(compat);
+	F(incompat);
+	if (memcmp(a->pack_uuid, b->pack_uuid, 16))
+		return "pack_uuid";
+	F(member_count);
+	F(chunk_size);
+	F(dir_capacity);
+	F(member_size);
+	F(rows);
+	F(created_ns);
+	F(bitmap_off);
+	F(bitmap_copy_size);
+	F(dir_off);
+	F(csum_off);
+	F(csum_size);
+	F(data_off);
+	F(backup_off);
+#undef F
+	if (strcmp(a->label, b->label))
+		return "label";
+	/* all 64 slots: the unused ones too */
+	if (memcmp(a->member_uuids, b->member_uuids, sizeof(a->member_uuids)))
+		return "member_uuids";
+	return NULL;
+}
+
 int recfs_super_check_geom(const struct recfs_super *s)
 {
 	struct recfs_geom g;

@@ -38,6 +38,10 @@ int recfs_super_decode(const void *blk, struct recfs_super *s);
 void recfs_super_encode(const struct recfs_super *s, void *blk);
 /* Fields consistent with each other and with recfs_geom_compute. */
 int recfs_super_check_geom(const struct recfs_super *s);
+/* The first field (by name) in which two members' superblocks disagree where
+ * FORMAT.md 3 says they must agree (all but member_index and member_uuid),
+ * or NULL. */
+const char *recfs_super_diff(const struct recfs_super *a, const struct recfs_super *b);
 void recfs_super_to_geom(const struct recfs_super *s, struct recfs_geom *g);
 /* The layout fields of s from g (the inverse). */
 void recfs_super_set_geom(struct recfs_super *s, const struct recfs_geom *g);
@@ -89,6 +93,12 @@ struct recfs_pack {
 
 	/* allocation: stored bitmap OR'ed with the rows of every extent */
 	uint8_t *bits;
+	/* free space, kept by recfs__space_changed (space.c) */
+	struct recfs_space_blk {
+		uint32_t free, head, tail, best, best_at;
+	} *space;
+	uint64_t nspace;
+	uint64_t free_rows, largest_start, largest_rows;
 	uint64_t bmp_seq;
 	uint32_t dir_hwm;
 
@@ -129,8 +139,18 @@ int recfs__hash_add(struct recfs_pack *p, uint32_t index);
 int recfs__dup_uid_err(const struct recfs_pack *p, const char *name);
 int recfs__extent_ok(const struct recfs_pack *p, const struct recfs_rec *r);
 int recfs__entry_read(struct recfs_pack *p, uint32_t i, struct recfs_rec *out);
+/* space.c: free runs of rows, the largest (the first of equals) and the
+ * total, as of the last change; O(1) */
 void recfs__space(const struct recfs_pack *p, uint64_t *free_rows, uint64_t *largest_start,
 		  uint64_t *largest_rows);
+#define RECFS_SPACE_BLOCK 4096 /* rows per summary block (a multiple of 64) */
+/* every block from the bits (open, reload) */
+int recfs__space_rebuild(struct recfs_pack *p);
+/* after bits [r0, r1) changed */
+void recfs__space_changed(struct recfs_pack *p, uint64_t r0, uint64_t r1);
+/* the smallest free run of at least need rows (the first of equals):
+ * its start, or -ENOSPC */
+int recfs__space_fit(const struct recfs_pack *p, uint64_t need, uint64_t *start);
 
 /* Metadata I/O over the replicas.  read: the first member whose read
  * succeeds (skipping missing/failed); write: every present member; a

@@ -587,7 +587,7 @@ int recfs_pack_reload(struct recfs_pack *p)
 	p->hash = n.hash;
 	p->bad_entries = n.bad_entries;
 	p->dup_uids = n.dup_uids;
-	return 0;
+	return recfs__space_rebuild(p); /* allocated at open: cannot fail */
 }
 
 /* ---------------------------------------------------------------- assembly */
@@ -610,15 +610,6 @@ static int read_super(struct recfs_dev *d, uint64_t off, struct recfs_super *s, 
 	snprintf(why, whylen, "%s", recfs_errmsg());
 	recfs_free(blk);
 	return err;
-}
-
-static bool same_geom(const struct recfs_super *a, const struct recfs_super *b)
-{
-	return a->member_count == b->member_count && a->chunk_size == b->chunk_size &&
-	       a->dir_capacity == b->dir_capacity && a->member_size == b->member_size &&
-	       a->created_ns == b->created_ns && a->compat == b->compat &&
-	       a->incompat == b->incompat && !strcmp(a->label, b->label) &&
-	       !memcmp(a->member_uuids, b->member_uuids, sizeof(a->member_uuids));
 }
 
 /* Remember a device a degraded open leaves out, and why (without its
@@ -658,7 +649,66 @@ static void pack_free(struct recfs_pack *p)
 	free(p->seq);
 	free(p->hash);
 	free(p->bits);
+	free(p->space);
 	free(p);
+}
+
+/* Order of valid superblocks for assembly: member index, then pack UUID,
+ * then as given. */
+static bool sb_before(const struct recfs_super *sbs, unsigned a, unsigned b)
+{
+	if (sbs[a].member_index != sbs[b].member_index)
+		return sbs[a].member_index < sbs[b].member_index;
+	int c = memcmp(sbs[a].pack_uuid, sbs[b].pack_uuid, 16);
+	return c ? c < 0 : a < b;
+}
+
+static bool sb_same(const struct recfs_super *a, const struct recfs_super *b, bool by_uuid)
+{
+	return by_uuid ? !memcmp(a->pack_uuid, b->pack_uuid, 16) : !recfs_super_diff(a, b);
+}
+
+/* The pack_uuid (by_uuid) or, among the members of *ref's pack, the whole
+ * superblock that most members carry, into *ref: the first such member in
+ * ord.  Another value carried by as many members is refused, naming the
+ * first member (in ord) of each. */
+static int pick_majority(struct recfs_dev **devs, const struct recfs_super *sbs,
+			 const unsigned *ord, unsigned nord, bool by_uuid, int *ref)
+{
+	unsigned cnt[RECFS_MAX_MEMBERS] = {0}, best = 0;
+	int b = -1;
+
+	for (unsigned x = 0; x < nord; x++) {
+		const struct recfs_super *s = &sbs[ord[x]];
+		if (!by_uuid && memcmp(s->pack_uuid, sbs[*ref].pack_uuid, 16))
+			continue;
+		for (unsigned y = 0; y < nord; y++)
+			cnt[x] += sb_same(s, &sbs[ord[y]], by_uuid);
+		if (cnt[x] > best) {
+			best = cnt[x];
+			b = (int)x;
+		}
+	}
+	for (unsigned x = 0; x < nord; x++) {
+		const struct recfs_super *s = &sbs[ord[x]], *m = &sbs[ord[b]];
+		char u[37], v[37];
+		if (cnt[x] != best || sb_same(s, m, by_uuid))
+			continue;
+		if (by_uuid) {
+			recfs_uuid_unparse(m->pack_uuid, u);
+			recfs_uuid_unparse(s->pack_uuid, v);
+			return recfs_seterr(-EXDEV,
+					    "%s and %s are members of different packs (%s, %s), "
+					    "each given with as many members: give one pack's members only",
+					    devs[ord[b]]->path, devs[ord[x]]->path, u, v);
+		}
+		return recfs_seterr(-EUCLEAN,
+				    "%s and %s: inconsistent members: superblock field %s differs, "
+				    "and as many members agree with each",
+				    devs[ord[b]]->path, devs[ord[x]]->path, recfs_super_diff(m, s));
+	}
+	*ref = (int)ord[b];
+	return 0;
 }
 
 int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
@@ -668,7 +718,8 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 	int *ok = NULL;
 	struct recfs_pack *p = NULL;
 	char why[256], why2[256], bad[600], first_bad[700] = "";
-	uint64_t known_size = 0;
+	uint64_t known_size = 0, tried[RECFS_MAX_MEMBERS] = {0};
+	unsigned ord[RECFS_MAX_MEMBERS], nord = 0;
 	int err = 0, ref = -1;
 
 	if (n == 0 || n > RECFS_MAX_MEMBERS) {
@@ -696,23 +747,43 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 						   devs[i]->path, devs[j]->path);
 				goto out_close_devs;
 			}
-	/* primaries, then backups for the ones that failed */
+	/* primaries, then backups for the ones that failed: at member_size
+	 * from a valid primary, else at the device's end.  Members of unequal
+	 * sizes: only the smallest one's backup is at its end, and it gives
+	 * member_size for the others' (FORMAT.md 3), so those are tried again */
 	for (unsigned i = 0; i < n; i++) {
 		if (read_super(devs[i], 0, &sbs[i], why, sizeof(why)) == 0) {
 			ok[i] = 1;
-			known_size = sbs[i].member_size;
+			if (!known_size)
+				known_size = sbs[i].member_size;
 		}
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t found = 0;
+		for (unsigned i = 0; i < n; i++) {
+			if (ok[i])
+				continue;
+			uint64_t boff = (known_size ? known_size
+						    : devs[i]->size / RECFS_BLOCK * RECFS_BLOCK) -
+					RECFS_BLOCK;
+			if (pass && boff == tried[i])
+				continue;
+			tried[i] = boff;
+			if (read_super(devs[i], boff, &sbs[i], why2, sizeof(why2)) == 0) {
+				ok[i] = 1;
+				if (!found)
+					found = sbs[i].member_size;
+			}
+		}
+		if (known_size || !found)
+			break;
+		known_size = found;
 	}
 	for (unsigned i = 0; i < n; i++) {
 		if (ok[i])
 			continue;
 		read_super(devs[i], 0, &sbs[i], why, sizeof(why));
-		uint64_t boff = (known_size ? known_size : devs[i]->size / RECFS_BLOCK * RECFS_BLOCK) -
-				RECFS_BLOCK;
-		if (read_super(devs[i], boff, &sbs[i], why2, sizeof(why2)) == 0) {
-			ok[i] = 1;
-			continue;
-		}
+		read_super(devs[i], tried[i], &sbs[i], why2, sizeof(why2));
 		snprintf(bad, sizeof(bad), "not a recfs member: primary superblock: %s; backup: %s",
 			 why, why2);
 		snprintf(first_bad, sizeof(first_bad), "%s: %s", devs[i]->path, bad);
@@ -725,32 +796,35 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 		if (err)
 			goto out_close_devs;
 	}
-	/* the pack: the UUID most members carry (ties: the first given) */
-	{
-		unsigned best = 0;
-		for (unsigned i = 0; i < n; i++) {
-			if (!ok[i])
-				continue;
-			unsigned c = 0;
-			for (unsigned j = 0; j < n; j++)
-				c += ok[j] && !memcmp(sbs[i].pack_uuid, sbs[j].pack_uuid, 16);
-			if (c > best) {
-				best = c;
-				ref = (int)i;
-			}
+	/* valid superblocks in member order (then as given): every choice and
+	 * every message below is the same whatever order the members came in */
+	for (unsigned i = 0; i < n; i++)
+		if (ok[i])
+			ord[nord++] = i;
+	for (unsigned x = 1; x < nord; x++)
+		for (unsigned y = x; y > 0 && sb_before(sbs, ord[y], ord[y - 1]); y--) {
+			unsigned t = ord[y];
+			ord[y] = ord[y - 1];
+			ord[y - 1] = t;
 		}
-	}
-	if (ref < 0) {
+	if (nord == 0) {
 		err = recfs_seterr(-EUCLEAN, "%s", first_bad);
 		goto out_close_devs;
 	}
+	/* the pack: the pack_uuid most members carry; two carried by as many
+	 * members each is refused (which pack is meant is not known) */
+	err = pick_majority(devs, sbs, ord, nord, true, &ref);
+	if (err)
+		goto out_close_devs;
+	/* its superblock: the one most of its members carry (FORMAT.md 3) */
+	err = pick_majority(devs, sbs, ord, nord, false, &ref);
+	if (err)
+		goto out_close_devs;
 	p->sb = sbs[ref];
-	/* devs[ref] moves into p->m below: name it by this */
-	const char *ref_path = devs[ref]->path;
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned o = 0; o < nord; o++) {
+		unsigned i = ord[o];
 		char u[37], pu[37];
-		if (!ok[i])
-			continue;
+		const char *f;
 		if (memcmp(sbs[i].pack_uuid, p->sb.pack_uuid, 16)) {
 			recfs_uuid_unparse(sbs[i].pack_uuid, u);
 			recfs_uuid_unparse(p->sb.pack_uuid, pu);
@@ -759,16 +833,24 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 					   devs[i]->path, u, sbs[i].label, pu);
 			goto out_close_devs;
 		}
-		if (!same_geom(&sbs[i], &p->sb)) {
+		if ((f = recfs_super_diff(&sbs[i], &p->sb))) {
 			err = recfs_seterr(-EUCLEAN,
-					   "%s: superblock disagrees with %s about the pack's geometry",
-					   devs[i]->path, ref_path);
+					   "%s: inconsistent member: superblock field %s differs from the pack's (%s)",
+					   devs[i]->path, f, devs[ref]->path);
 			goto out_close_devs;
 		}
+	}
+	for (unsigned o = 0; o < nord; o++) {
+		unsigned i = ord[o];
 		unsigned idx = sbs[i].member_index;
 		if (p->m[idx].dev) {
-			err = recfs_seterr(-EINVAL, "%s and %s are both member %u of the pack",
-					   p->m[idx].dev->path, devs[i]->path, idx);
+			const char *a = p->m[idx].dev->path, *b = devs[i]->path;
+			if (strcmp(a, b) > 0) { /* named the same in any order */
+				const char *t = a;
+				a = b;
+				b = t;
+			}
+			err = recfs_seterr(-EINVAL, "%s and %s are both member %u of the pack", a, b, idx);
 			goto out_close_devs;
 		}
 		if (devs[i]->size < p->sb.member_size) {
@@ -828,6 +910,8 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 		goto out_close_devs;
 	}
 	err = meta_load(p);
+	if (!err)
+		err = recfs__space_rebuild(p);
 	if (err)
 		goto out_close_devs;
 	for (unsigned i = 0; i < n; i++)
@@ -934,44 +1018,6 @@ const struct recfs_geom *recfs_pack_geom(const struct recfs_pack *p)
 struct recfs_dev *recfs_pack_dev(struct recfs_pack *p, unsigned i)
 {
 	return i < p->g.members ? p->m[i].dev : NULL;
-}
-
-/* free runs of rows: the largest, and the total */
-void recfs__space(const struct recfs_pack *p, uint64_t *free_rows, uint64_t *largest_start,
-		  uint64_t *largest_rows)
-{
-	uint64_t fr = 0, ls = 0, lr = 0, run = 0, start = 0;
-
-	for (uint64_t r = 0; r < p->g.rows; r++) {
-		if ((r & 7) == 0 && r + 8 <= p->g.rows && p->bits[r >> 3] == 0xff) {
-			if (run > lr) {
-				lr = run;
-				ls = start;
-			}
-			run = 0;
-			r += 7;
-			continue;
-		}
-		if (recfs_bit_test(p->bits, r)) {
-			if (run > lr) {
-				lr = run;
-				ls = start;
-			}
-			run = 0;
-		} else {
-			if (run == 0)
-				start = r;
-			run++;
-			fr++;
-		}
-	}
-	if (run > lr) {
-		lr = run;
-		ls = start;
-	}
-	*free_rows = fr;
-	*largest_start = ls;
-	*largest_rows = lr;
 }
 
 int recfs_pack_info(struct recfs_pack *p, struct recfs_pack_info *info)

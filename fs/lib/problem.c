@@ -55,7 +55,7 @@ const struct recfs_problem recfs_problems[] = {
 	{ PR_SB_TIE, "PR_SB_TIE",
 	  "%m and %n hold different pack superblocks (%s) with as many votes; nothing is written",
 	  NULL, NOFIX,
-	  "Valid superblocks disagree on a pack field and as many members back each version: which is the pack's is not known, so nothing is rewritten (the check goes on read-only with the first)." },
+	  "Valid superblocks disagree on a pack field (pack_uuid: members of two packs) and as many members back each version: which is the pack's is not known, so nothing is rewritten (the check goes on read-only with the lower pack UUID, then member index, whatever the order of the arguments)." },
 
 	{ PR_BMP_NONE, "PR_BMP_NONE", "no valid allocation bitmap copy on any member",
 	  "Rebuild it from the directory", 0,

@@ -126,25 +126,17 @@ int recfs_rec_refresh(struct recfs_pack *p, struct recfs_rec *r)
  * or the largest free run (need == 0).  -ENOSPC if none. */
 static int alloc_rows(const struct recfs_pack *p, uint64_t need, uint64_t *start, uint64_t *n)
 {
-	uint64_t best_s = 0, best_n = 0, run = 0, rs = 0;
+	uint64_t fr, ls, lr;
 
-	for (uint64_t r = 0; r <= p->g.rows; r++) {
-		bool used = r == p->g.rows || recfs_bit_test(p->bits, r);
-		if (!used) {
-			if (run++ == 0)
-				rs = r;
-			continue;
-		}
-		if (run && (need ? (run >= need && (best_n == 0 || run < best_n)) : run > best_n)) {
-			best_s = rs;
-			best_n = run;
-		}
-		run = 0;
+	if (need) {
+		*n = need;
+		return recfs__space_fit(p, need, start);
 	}
-	if (best_n == 0)
+	recfs__space(p, &fr, &ls, &lr);
+	if (lr == 0)
 		return -ENOSPC;
-	*start = best_s;
-	*n = need ? need : best_n;
+	*start = ls;
+	*n = lr;
 	return 0;
 }
 
@@ -220,6 +212,7 @@ int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_
 	 * between the two leaves leaked rows, never a double allocation */
 	for (uint64_t k = rs; k < rs + rn; k++)
 		recfs_bit_set(p->bits, k);
+	recfs__space_changed(p, rs, rs + rn);
 	uint32_t old_hwm = p->dir_hwm;
 	if (idx >= p->dir_hwm)
 		p->dir_hwm = idx + 1;
@@ -229,6 +222,7 @@ int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_
 	if (err) {
 		for (uint64_t k = rs; k < rs + rn; k++)
 			recfs_bit_clear(p->bits, k);
+		recfs__space_changed(p, rs, rs + rn);
 		p->dir_hwm = old_hwm;
 		free(r);
 		return err;
@@ -386,6 +380,7 @@ int recfs_rec_seal(struct recfs_pack *p, struct recfs_rec *r, const struct recfs
 	for (uint64_t k = r0; k < r1; k++)
 		recfs_bit_clear(p->bits, k);
 	recfs_bits_from_extents(p, p->bits);
+	recfs__space_changed(p, r0, r1);
 	if (r1 > r0)
 		err = recfs_bitmap_store(p);
 	return err;
@@ -416,6 +411,7 @@ int recfs_rec_delete(struct recfs_pack *p, uint32_t index, unsigned flags)
 	for (uint64_t k = r0; k < r1 && k < p->g.rows; k++)
 		recfs_bit_clear(p->bits, k);
 	recfs_bits_from_extents(p, p->bits); /* an overlapping extent keeps its rows */
+	recfs__space_changed(p, r0, r1);
 	return recfs_bitmap_store(p);
 }
 

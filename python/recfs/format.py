@@ -164,13 +164,18 @@ class Super:
             raise Error(errno.EUCLEAN, "superblock layout fields are inconsistent")
         self.geom = g
 
-    def same_pack_fields(self, o):
-        """everything that must agree between members (FORMAT.md 3, inconsistent)"""
-        return (self.member_count, self.chunk_size, self.dir_capacity, self.member_size,
-                self.created_ns, self.compat, self.incompat, self.label,
-                self.member_uuids) == (o.member_count, o.chunk_size, o.dir_capacity,
-                                       o.member_size, o.created_ns, o.compat, o.incompat,
-                                       o.label, o.member_uuids)
+    _DIFF = ("version", "compat", "incompat", "pack_uuid", "member_count", "chunk_size",
+             "dir_capacity", "member_size", "rows", "created_ns", "bitmap_off",
+             "bitmap_copy_size", "dir_off", "csum_off", "csum_size", "data_off", "backup_off",
+             "label", "member_uuids")
+
+    def diff(self, o):
+        """the first field, in FORMAT.md 3's order, on which two members'
+        superblocks disagree, or None"""
+        for f in self._DIFF:
+            if getattr(self, f) != getattr(o, f):
+                return f
+        return None
 
 
 _BMP = struct.Struct("<IIQQQI")
@@ -230,7 +235,7 @@ def entry_decode(slot, seed, index):
         e.name = name
     if e.gap_count > GAPS_MAX or e.committed_len > e.alloc_len:
         return None
-    e.source = cstr(source)
+    e.source = cstr(source[:63])     # at most 63 bytes shown, as the C decoder keeps
     e.gaps = [_GAP.unpack_from(slot, 208 + 16 * i) for i in range(e.gap_count)]
     return e
 

@@ -196,68 +196,95 @@ class Pack:
 
     # -------------------------------------------------------------- assembly
     def _assemble(self, devs):
-        sbs = [None] * len(devs)
+        """FORMAT.md 3, Assembly: nothing decided or named depends on the
+        order the members are given in"""
+        n = len(devs)
+        sbs = [None] * n
         known = 0
-        why1 = [""] * len(devs)
         for i, d in enumerate(devs):
             try:
                 sbs[i] = self._read_super(d, 0)
-                known = sbs[i].member_size
-            except Error as e:
-                why1[i] = e.msg
+                if not known:
+                    known = sbs[i].member_size
+            except Error:
+                pass
+        # backups: at member_size from a valid primary, else at the device's
+        # end (then, with the member_size found there, again)
+        tried = [None] * n
+        for pas in range(2):
+            found = 0
+            for i, d in enumerate(devs):
+                if sbs[i]:
+                    continue
+                boff = (known if known else d.size // BLOCK * BLOCK) - BLOCK
+                if pas and boff == tried[i]:
+                    continue
+                tried[i] = boff
+                try:
+                    sbs[i] = self._read_super(d, boff)
+                    if not found:
+                        found = sbs[i].member_size
+                except Error:
+                    pass
+            if known or not found:
+                break
+            known = found
         first_bad = None
         for i, d in enumerate(devs):
             if sbs[i]:
                 continue
-            boff = (known if known else d.size // BLOCK * BLOCK) - BLOCK
+            why1 = why2 = ""
             try:
-                sbs[i] = self._read_super(d, boff)
-                continue
+                self._read_super(d, 0)
+            except Error as e:
+                why1 = e.msg
+            try:
+                self._read_super(d, tried[i])
             except Error as e:
                 why2 = e.msg
-            bad = "not a recfs member: primary superblock: %s; backup: %s" % (why1[i], why2)
-            if first_bad is None:
-                first_bad = "%s: %s" % (d.path, bad)
+            bad = "not a recfs member: primary superblock: %s; backup: %s" % (why1, why2)
+            first_bad = "%s: %s" % (d.path, bad)
             if not self.degraded:
-                raise Error(errno.EUCLEAN, "%s: %s" % (d.path, bad))
+                raise Error(errno.EUCLEAN, first_bad)
             self.left_out.append((d.path, bad, -1))
-        ref, best = -1, 0
-        for i in range(len(devs)):
-            if not sbs[i]:
-                continue
-            c = sum(1 for j in range(len(devs)) if sbs[j] and sbs[j].pack_uuid == sbs[i].pack_uuid)
-            if c > best:
-                best, ref = c, i
-        if ref < 0:
+        # valid superblocks by member index, then pack UUID, then as given
+        ord_ = sorted((i for i in range(n) if sbs[i]),
+                      key=lambda i: (sbs[i].member_index, sbs[i].pack_uuid, i))
+        if not ord_:
             raise Error(errno.EUCLEAN, first_bad)
+        ref = self._majority(devs, sbs, ord_, True, None)
+        ref = self._majority(devs, sbs, ord_, False, ref)
         sb = self.sb = sbs[ref]
-        self.geom = g = sb.geom
-        self._m = [None] * sb.member_count
-        self.present = 0
-        for i, d in enumerate(devs):
-            s = sbs[i]
-            if not s:
-                d.close()
-                continue
+        self.geom = sb.geom
+        for i in ord_:
+            s, d = sbs[i], devs[i]
             if s.pack_uuid != sb.pack_uuid:
                 raise Error(errno.EXDEV, "%s: member of another pack (%s, label '%s'), not of pack %s"
                             % (d.path, uuid_str(s.pack_uuid), sdecode(s.label), uuid_str(sb.pack_uuid)))
-            if not s.same_pack_fields(sb):
-                raise Error(errno.EUCLEAN, "%s: superblock disagrees with %s about the pack's geometry"
-                            % (d.path, devs[ref].path))
+            f = s.diff(sb)
+            if f:
+                raise Error(errno.EUCLEAN, "%s: inconsistent member: superblock field %s differs "
+                            "from the pack's (%s)" % (d.path, f, devs[ref].path))
+        self._m = [None] * sb.member_count
+        self.present = 0
+        for i in ord_:
+            s, d = sbs[i], devs[i]
             if self._m[s.member_index]:
+                a, b = sorted([self._m[s.member_index].path, d.path], key=os.fsencode)
                 raise Error(errno.EINVAL, "%s and %s are both member %d of the pack"
-                            % (self._m[s.member_index].path, d.path, s.member_index))
+                            % (a, b, s.member_index))
             if d.size < sb.member_size:
                 w = ("device is %d bytes, smaller than the pack's member size %d (truncated?)"
                      % (d.size, sb.member_size))
                 if not self.degraded:
                     raise Error(errno.EUCLEAN, "%s: %s" % (d.path, w))
                 self.left_out.append((d.path, w, s.member_index))
-                d.close()
                 continue
             self._m[s.member_index] = d
             self.present += 1
+        for i in range(n):
+            if devs[i] not in self._m:
+                devs[i].close()
         if self.present == 0:
             p, w, _ = self.left_out[0]
             raise Error(errno.EUCLEAN, "%s: %s" % (p, w))
@@ -268,6 +295,32 @@ class Pack:
         self.seed = pack_seed(sb.pack_uuid)
         self.label = sdecode(sb.label)
         self.uuid = uuid_str(sb.pack_uuid)
+
+    @staticmethod
+    def _majority(devs, sbs, ord_, by_uuid, ref):
+        """the pack_uuid (by_uuid) or, among ref's pack, the whole superblock
+        most members carry: its first member in ord_; a tie is refused"""
+        same = ((lambda a, b: a.pack_uuid == b.pack_uuid) if by_uuid
+                else (lambda a, b: a.diff(b) is None))
+        cnt, best, b = {}, 0, None
+        for x in ord_:
+            if not by_uuid and sbs[x].pack_uuid != sbs[ref].pack_uuid:
+                continue
+            cnt[x] = sum(1 for y in ord_ if same(sbs[x], sbs[y]))
+            if cnt[x] > best:
+                best, b = cnt[x], x
+        for x in ord_:
+            if cnt.get(x) != best or same(sbs[x], sbs[b]):
+                continue
+            if by_uuid:
+                raise Error(errno.EXDEV, "%s and %s are members of different packs (%s, %s), "
+                            "each given with as many members: give one pack's members only"
+                            % (devs[b].path, devs[x].path, uuid_str(sbs[b].pack_uuid),
+                               uuid_str(sbs[x].pack_uuid)))
+            raise Error(errno.EUCLEAN, "%s and %s: inconsistent members: superblock field %s "
+                        "differs, and as many members agree with each"
+                        % (devs[b].path, devs[x].path, sbs[b].diff(sbs[x])))
+        return b
 
     @staticmethod
     def _read_super(d, off):
@@ -467,7 +520,8 @@ class Pack:
                   "start": fmt_time(e.start_ns), "end": fmt_time(e.end_ns),
                   "start_ns": e.start_ns, "end_ns": e.end_ns,
                   "rate_bytes_per_s": int("%.0f" % rate), "uid": "%016x" % e.uid,
-                  "format": "vdif" if e.format == 1 else "raw", "frame_size": e.frame_size})
+                  "format": {0: "raw", 1: "vdif"}.get(e.format, "unknown"),
+                  "frame_size": e.frame_size})
         d["source"], h = text(e.source)
         if h is not None:
             d["source_hex"] = h

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/gen.h"
+#include "common/opts.h"
 #include "common/util.h"
 #include "common/vdif.h"
 
@@ -92,7 +93,7 @@ struct rr_seg {
 	struct recfs_loss loss;       /* final at close (under loss_lock) */
 	uint64_t ring_dropped, kernel_dropped, t_open_ns, t_close_ns;
 	uint64_t t_close_wall_ns;     /* the recording's end time */
-	uint64_t t_post_ns;           /* posted (record=on handled) */
+	uint64_t t_post_ns;           /* asked for (record=on arrived) */
 	bool first_seen;              /* receiver: its first datagram arrived */
 	/* writer, then read under seg_lock */
 	_Atomic int state;            /* enum rr_seg_state */
@@ -144,7 +145,7 @@ struct rr {
 	_Atomic uint64_t tot_ring_dropped, tot_kernel_dropped, tot_wrong_size, tot_frames_lost;
 	_Atomic uint64_t tot_written;
 	_Atomic uint64_t tot_other;      /* --split: datagrams of no lane's thread */
-	_Atomic uint64_t start_latency_ns; /* last segment: posted to first datagram */
+	_Atomic uint64_t start_latency_ns; /* last segment: asked for to first datagram */
 
 	/* pack */
 	struct recfs_pack *p;
@@ -206,7 +207,8 @@ struct rr {
 	uint64_t t_start, t_first, t_end;
 };
 
-/* set by the front end's signal handler; the receiver stops on it */
+/* the engine's: a front end's signal handler may set it, and the receiver
+ * stops on it (recfsd stops its inputs itself and leaves it 0) */
 extern _Atomic int rr_signal; /* lock-free: safe in a handler, read by threads */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "rr_signal must be lock-free for a signal handler");
 
@@ -312,11 +314,21 @@ int64_t wr_run(struct rr *r);
 void *wr_main(void *arg);
 
 /* engine.c: recfsd's use of one input's engine */
+/* Before anything else: the engine's options, and every descriptor unset
+ * (so rr_engine_close is safe whatever failed). */
+void rr_defaults(struct rr *r, const struct rr_opts *o);
 int rr_engine_init(struct rr *r);      /* eventfds, locks */
 void rr_engine_close(struct rr *r);
+/* Stop the committer thread cm (after the writer ended) and wait for it. */
+void rr_cm_stop(struct rr *r, pthread_t cm);
+/* Everything rr_defaults onwards set up: descriptors, ring, statistics
+ * file, generator, checksum array.  The pack stays the caller's. */
+void rr_release(struct rr *r);
 /* post a segment (0, or -EBUSY when RR_SEGQ are unfinished); start_unix
- * as in struct rr_seg */
-int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix, uint64_t *id);
+ * as in struct rr_seg; t_asked_ns when it was asked for (rr_mono_ns(), the
+ * start latency's origin; 0: now) */
+int rr_seg_post(struct rr *r, const char *name, uint64_t size_limit, int64_t start_unix,
+		uint64_t t_asked_ns, uint64_t *id);
 void rr_seg_close(struct rr *r);       /* close every posted segment */
 
 /* report.c */

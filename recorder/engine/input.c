@@ -773,8 +773,8 @@ int rr_open_input(struct rr *r)
 		}
 		r->in_fd = open(r->in_path, O_RDONLY | O_CLOEXEC);
 		if (r->in_fd < 0) {
-			fprintf(stderr, "%s: %s: cannot open: %s\n", r->prog, r->in_path, strerror(errno));
-			return -errno;
+			int e = errno;
+			return recfs_seterr(-e, "%s: cannot open: %s", r->in_path, strerror(e));
 		}
 		return 0;
 	}
@@ -783,9 +783,8 @@ int rr_open_input(struct rr *r)
 					       : r->gen.kind == RR_GEN_VDIF ? 8032u : 8192u;
 		int err = rr_gen_init(&r->gen, r->gen.kind, block, r->threads, r->fps, r->legacy);
 		if (err) {
-			fprintf(stderr, "%s: %s: --frame-size %u is not usable%s\n", r->prog, r->input_spec,
-				block, r->gen.kind == RR_GEN_VDIF ? " (a multiple of 8, above the header)" : "");
-			return err;
+			return recfs_seterr(err, "%s: --frame-size %u is not usable%s", r->input_spec, block,
+					    r->gen.kind == RR_GEN_VDIF ? " (a multiple of 8, above the header)" : "");
 		}
 		r->frame_size = block;
 		return 0;
@@ -796,8 +795,8 @@ int rr_open_input(struct rr *r)
 	rr_parse_udp(r->input_spec + 4, false, &ss, &len);
 	int s = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0) {
-		fprintf(stderr, "%s: %s: socket: %s\n", r->prog, r->input_spec, strerror(errno));
-		return -errno;
+		int e = errno;
+		return recfs_seterr(-e, "%s: socket: %s", r->input_spec, strerror(e));
 	}
 	int want = r->rcvbuf > INT_MAX ? INT_MAX : (int)r->rcvbuf;
 	if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)))
@@ -807,9 +806,8 @@ int rr_open_input(struct rr *r)
 	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (bind(s, (struct sockaddr *)&ss, len)) {
 		int e = errno;
-		fprintf(stderr, "%s: %s: cannot bind: %s\n", r->prog, r->input_spec, strerror(e));
 		close(s);
-		return -e;
+		return recfs_seterr(-e, "%s: cannot bind: %s", r->input_spec, strerror(e));
 	}
 	/* A receiver that drains the socket faster than datagrams arrive
 	 * wakes for every few of them: at 2 GB/s of 8 KB datagrams, 10 a

@@ -55,9 +55,8 @@ int rr_ring_alloc(struct rr *r)
 	} else {
 		m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (m == MAP_FAILED) {
-			fprintf(stderr, "%s: cannot allocate a %llu-byte ring buffer: %s\n", r->prog,
-				(unsigned long long)want, strerror(errno));
-			return -ENOMEM;
+			return recfs_seterr(-ENOMEM, "cannot allocate a %llu-byte ring buffer: %s",
+					    (unsigned long long)want, strerror(errno));
 		}
 		madvise(m, want, MADV_HUGEPAGE);
 	}

@@ -261,7 +261,9 @@ static int rd_scan_check(struct rd *d, struct rd_out *o)
 		double secs = rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0;
 		char t[48];
 		rd_vsi_time(rec.start_ns, t, sizeof(t));
-		rd_field(o, "%s", rec.input.format == RECFS_FMT_VDIF ? "vdif" : "raw");
+		rd_field(o, "%s", rec.input.format == RECFS_FMT_VDIF  ? "vdif"
+				  : rec.input.format == RECFS_FMT_RAW ? "raw"
+								      : "unknown");
 		rd_field(o, "%u", rec.input.frame_size);
 		rd_field(o, "%s", t);
 		rd_field(o, "%.4fs", secs);
@@ -465,7 +467,9 @@ int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *con
 	struct rd_out o = { out, outlen, 0 };
 	int rc;
 	out[0] = 0;
+	uint64_t t_arrived = rr_mono_ns(); /* before waiting for the lock */
 	pthread_mutex_lock(&d->lock);
+	d->t_stmt_ns = t_arrived;
 	if (!strcasecmp(kw, "record"))
 		rc = rd_record(d, query, np, p, &o);
 	else if (!strcasecmp(kw, "scan_set"))

@@ -1,17 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The Prometheus endpoint: exposition-format writer and a one-thread HTTP/1.x
- * server.  The server is one poll() loop over the listening socket and at most
- * MX_MAX_CLIENTS connections, every socket non-blocking: a client that
- * trickles its request, never sends it, or never reads its answer holds one
- * slot until its deadline and never the thread.  See metrics.h.
+ * The Prometheus endpoint: the exposition-format writer, and /metrics served
+ * with libmicrohttpd (connection limits in total and per client address,
+ * idle time-outs, bounded request heads).  See prom.h.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,10 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/eventfd.h>
-#include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "prom.h"
@@ -408,42 +402,19 @@ int mx_histogram(struct mx_buf *b, const char *name, const char *const *labels,
 }
 
 /* ============================================================= server */
-enum mx_state { MX_FREE, MX_READ, MX_SEND, MX_DRAIN };
-
-#define MX_DRAIN_MS  1000       /* lingering close: read what the client still sends */
-#define MX_DRAIN_MAX (64 << 10) /* ... up to this much */
-#define MX_SNDBUF    (128 << 10)
-
-struct mx_client {
-	int fd;
-	enum mx_state st;
-	uint64_t deadline;      /* ms, CLOCK_MONOTONIC */
-	char head[MX_HEAD_MAX];
-	size_t hlen;
-	char hdr[512];          /* the response head */
-	size_t hdr_len, sent;   /* sent: of hdr_len + body bytes */
-	struct mx_buf body;
-	bool with_body;
-	size_t drained;
-};
-
+/*
+ * libmicrohttpd serves the endpoint (DESIGN.md says why not a hand-written
+ * server): one internal polling thread, every socket non-blocking, the
+ * limits below.  The render callback runs in that thread.
+ */
 struct mx_server {
-	int lfd, wake;
+	struct MHD_Daemon *mhd;
 	unsigned port;
 	mx_render_fn fn;
 	void *ctx;
-	pthread_t thread;
-	uint64_t pause_accept; /* ms: accept failed for lack of fds */
-	struct mx_client cl[MX_MAX_CLIENTS];
+	struct mx_buf body; /* only the MHD thread touches it */
 	struct mx_server_stats st;
 };
-
-static uint64_t mx_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void mx_count(uint64_t *c)
 {
@@ -454,9 +425,7 @@ void mx_server_stats(const struct mx_server *s, struct mx_server_stats *st)
 {
 	st->accepted = __atomic_load_n(&s->st.accepted, __ATOMIC_RELAXED);
 	st->scrapes = __atomic_load_n(&s->st.scrapes, __ATOMIC_RELAXED);
-	st->rejected = __atomic_load_n(&s->st.rejected, __ATOMIC_RELAXED);
 	st->bad = __atomic_load_n(&s->st.bad, __ATOMIC_RELAXED);
-	st->timeouts = __atomic_load_n(&s->st.timeouts, __ATOMIC_RELAXED);
 	st->errors = __atomic_load_n(&s->st.errors, __ATOMIC_RELAXED);
 }
 
@@ -465,380 +434,65 @@ unsigned mx_server_port(const struct mx_server *s)
 	return s->port;
 }
 
-static const char *mx_reason(int code)
+static enum MHD_Result mx_reply(struct MHD_Connection *conn, unsigned code, const char *ctype,
+				const char *body, size_t len)
 {
-	switch (code) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 503: return "Service Unavailable";
-	case 505: return "HTTP Version Not Supported";
-	}
-	return "Error";
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	enum MHD_Result ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
-/* RFC 9110 IMF-fixdate, independent of the locale */
-static void mx_date(char *out, size_t len)
+/* GET and HEAD /metrics (the query string is ignored); 404, 405 else */
+static enum MHD_Result mx_handle(void *cls, struct MHD_Connection *conn, const char *url,
+				 const char *method, const char *version, const char *upload,
+				 size_t *upload_len, void **req)
 {
-	static const char *const wd[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-	static const char *const mo[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-					 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-	time_t t = time(NULL);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	snprintf(out, len, "%s, %02d %s %04d %02d:%02d:%02d GMT", wd[tm.tm_wday], tm.tm_mday,
-		 mo[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
+	struct mx_server *s = cls;
+	char msg[200];
+	unsigned code = 200;
 
-static bool mx_tchar(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-/*
- * The status a complete request head gets: 200 for GET/HEAD /metrics.
- * Lines end in CRLF or a bare LF (RFC 9112 2.2 allows accepting it).
- */
-static int mx_parse(const char *h, size_t len, bool *is_head)
-{
-	const char *end = h + len, *p = h, *eol;
-	size_t ml, tl;
-	bool host = false;
-
-	while (p < end && (*p == '\r' || *p == '\n')) /* RFC 9112 2.2: empty lines first */
-		p++;
-	const char *meth = p;
-	eol = memchr(p, '\n', (size_t)(end - p));
-	if (!eol)
-		return 400;
-	const char *le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-	/* method SP target SP HTTP/d.d */
-	for (ml = 0; p + ml < le && mx_tchar((unsigned char)p[ml]); ml++)
-		;
-	if (!ml || p + ml >= le || p[ml] != ' ')
-		return 400;
-	const char *t = p + ml + 1;
-	for (tl = 0; t + tl < le && t[tl] > 0x20 && t[tl] < 0x7f; tl++)
-		;
-	if (!tl || t + tl >= le || t[tl] != ' ')
-		return 400;
-	const char *v = t + tl + 1;
-	if (le - v != 8 || memcmp(v, "HTTP/", 5) || v[5] < '0' || v[5] > '9' || v[6] != '.' ||
-	    v[7] < '0' || v[7] > '9')
-		return 400;
-	if (v[5] != '1')
-		return 505;
-	bool http10 = v[7] == '0';
-
-	/* header fields: name ":" value, no obsolete line folding, no CTLs */
-	for (p = eol + 1; p < end; p = eol + 1) {
-		eol = memchr(p, '\n', (size_t)(end - p));
-		if (!eol)
-			return 400;
-		le = eol > p && eol[-1] == '\r' ? eol - 1 : eol;
-		if (le == p)
-			break; /* the empty line */
-		size_t nl;
-		for (nl = 0; p + nl < le && mx_tchar((unsigned char)p[nl]); nl++)
-			;
-		if (!nl || p + nl >= le || p[nl] != ':')
-			return 400;
-		for (const char *c = p + nl + 1; c < le; c++)
-			if (((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f)
-				return 400;
-		if (nl == 4 && !strncasecmp(p, "host", 4)) {
-			if (host)
-				return 400; /* RFC 9112 3.2 */
-			host = true;
-		}
-	}
-	if (!http10 && !host)
-		return 400; /* RFC 9112 3.2: HTTP/1.1 needs exactly one Host */
-
-	/* absolute-form "http://authority/path" names the same path */
-	if (tl > 7 && !strncasecmp(t, "http://", 7)) {
-		const char *slash = memchr(t + 7, '/', tl - 7);
-		size_t skip = slash ? (size_t)(slash - t) : tl;
-		t += skip;
-		tl -= skip;
-	}
-	if (!tl || *t != '/')
-		return 400;
-	size_t pl = 0;
-	while (pl < tl && t[pl] != '?')
-		pl++;
-	if (pl != 8 || memcmp(t, "/metrics", 8))
-		return 404;
-	bool get = ml == 3 && !memcmp(meth, "GET", 3);
-	*is_head = ml == 4 && !memcmp(meth, "HEAD", 4);
-	if (!get && !*is_head)
-		return 405;
-	return 200;
-}
-
-/* a request line that cannot become valid: bad bytes before the method ends */
-static bool mx_bad_early(const struct mx_client *c)
-{
-	size_t i = 0;
-	while (i < c->hlen && (c->head[i] == '\r' || c->head[i] == '\n'))
-		i++;
-	for (size_t m = 0; i < c->hlen; i++, m++) {
-		if (c->head[i] == ' ')
-			return m == 0;
-		if (!mx_tchar((unsigned char)c->head[i]) || m >= 32)
-			return true;
-	}
-	return false;
-}
-
-/* offset just past the empty line ending the head, 0 if not there yet */
-static size_t mx_head_end(const struct mx_client *c, size_t from)
-{
-	for (size_t i = from; i < c->hlen; i++) {
-		if (c->head[i] != '\n')
-			continue;
-		if (i + 1 < c->hlen && c->head[i + 1] == '\n')
-			return i + 2;
-		if (i + 2 < c->hlen && c->head[i + 1] == '\r' && c->head[i + 2] == '\n')
-			return i + 3;
-	}
-	return 0;
-}
-
-static void mx_close(struct mx_client *c, bool abort)
-{
-	if (abort) {
-		/* a reset frees the kernel's queue for a client that stopped reading */
-		struct linger l = {.l_onoff = 1, .l_linger = 0};
-		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-	}
-	close(c->fd);
-	c->fd = -1;
-	c->st = MX_FREE;
-	mx_buf_free(&c->body);
-}
-
-/* 1 all sent, 0 the socket is full, <0 the client is gone */
-static int mx_send_some(struct mx_client *c)
-{
-	for (;;) {
-		size_t blen = c->with_body ? c->body.len : 0;
-		struct iovec iov[2];
-		int n = 0;
-
-		if (c->sent >= c->hdr_len + blen)
-			return 1;
-		if (c->sent < c->hdr_len)
-			iov[n++] = (struct iovec){c->hdr + c->sent, c->hdr_len - c->sent};
-		size_t bo = c->sent > c->hdr_len ? c->sent - c->hdr_len : 0;
-		if (bo < blen)
-			iov[n++] = (struct iovec){c->body.p + bo, blen - bo};
-		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-		ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			return -errno;
-		}
-		c->sent += (size_t)w;
-	}
-}
-
-static void mx_send_step(struct mx_client *c, uint64_t now)
-{
-	int r = mx_send_some(c);
-	if (r < 0) {
-		mx_close(c, true);
-	} else if (r > 0) {
-		/* lingering close: a reset now could destroy the answer in flight */
-		shutdown(c->fd, SHUT_WR);
-		c->st = MX_DRAIN;
-		c->drained = 0;
-		c->deadline = now + MX_DRAIN_MS;
-	}
-}
-
-static void mx_respond(struct mx_server *s, struct mx_client *c, int code, bool is_head,
-		       uint64_t now)
-{
-	char date[40], msg[200];
-	const char *ctype = "text/plain; charset=utf-8";
-
-	if (code == 200) {
-		mx_buf_reset(&c->body);
-		s->fn(s->ctx, &c->body);
-		if (c->body.err) {
-			snprintf(msg, sizeof(msg), "metrics: %s\n", c->body.errmsg);
-			code = 500;
-			mx_count(&s->st.errors);
-		} else {
-			ctype = "text/plain; version=0.0.4; charset=utf-8";
-			mx_count(&s->st.scrapes);
-		}
-	} else {
-		snprintf(msg, sizeof(msg), "%d %s\n", code, mx_reason(code));
-		mx_count(code == 408 ? &s->st.timeouts : &s->st.bad);
-	}
+	(void)version;
+	(void)upload;
+	(void)upload_len;
+	(void)req;
+	if (strcmp(url, "/metrics"))
+		code = MHD_HTTP_NOT_FOUND;
+	else if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		code = MHD_HTTP_METHOD_NOT_ALLOWED;
 	if (code != 200) {
-		mx_buf_reset(&c->body);
-		mx_puts(&c->body, msg);
+		mx_count(&s->st.bad);
+		int n = snprintf(msg, sizeof(msg), "%u %s\n", code, MHD_get_reason_phrase_for(code));
+		return mx_reply(conn, code, "text/plain; charset=utf-8", msg, (size_t)n);
 	}
-	mx_date(date, sizeof(date));
-	int n = snprintf(c->hdr, sizeof(c->hdr),
-			 "HTTP/1.1 %d %s\r\nDate: %s\r\nContent-Type: %s\r\n"
-			 "Content-Length: %zu\r\nConnection: close\r\n%s\r\n",
-			 code, mx_reason(code), date, ctype, c->body.len,
-			 code == 405 ? "Allow: GET, HEAD\r\n" : "");
-	c->hdr_len = (size_t)n < sizeof(c->hdr) ? (size_t)n : sizeof(c->hdr) - 1;
-	c->with_body = !is_head;
-	c->sent = 0;
-	c->st = MX_SEND;
-	c->deadline = now + MX_SEND_TIMEOUT_MS;
-	mx_send_step(c, now);
+	mx_buf_reset(&s->body);
+	s->fn(s->ctx, &s->body);
+	if (s->body.err) {
+		mx_count(&s->st.errors);
+		int n = snprintf(msg, sizeof(msg), "metrics: %s\n", s->body.errmsg);
+		return mx_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", msg,
+				(size_t)n);
+	}
+	mx_count(&s->st.scrapes);
+	return mx_reply(conn, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", s->body.p,
+			s->body.len);
 }
 
-static void mx_read_step(struct mx_server *s, struct mx_client *c, uint64_t now)
+static void mx_notify(void *cls, struct MHD_Connection *conn, void **sock_ctx,
+		      enum MHD_ConnectionNotificationCode code)
 {
-	size_t old = c->hlen, end;
-	ssize_t r;
+	struct mx_server *s = cls;
 
-	do
-		r = recv(c->fd, c->head + c->hlen, sizeof(c->head) - c->hlen, MSG_DONTWAIT);
-	while (r < 0 && errno == EINTR);
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-		return;
-	if (r <= 0) {
-		mx_close(c, r < 0); /* gone before asking */
-		return;
-	}
-	c->hlen += (size_t)r;
-	if ((end = mx_head_end(c, old >= 2 ? old - 2 : 0))) {
-		bool is_head = false;
-		int code = mx_parse(c->head, end, &is_head);
-		mx_respond(s, c, code, code == 200 && is_head, now);
-	} else if (mx_bad_early(c)) {
-		mx_respond(s, c, 400, false, now);
-	} else if (c->hlen == sizeof(c->head)) {
-		mx_respond(s, c, 431, false, now);
-	}
-}
-
-static void mx_drain_step(struct mx_client *c)
-{
-	ssize_t r = recv(c->fd, c->head, sizeof(c->head), MSG_DONTWAIT);
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return;
-	if (r > 0 && (c->drained += (size_t)r) <= MX_DRAIN_MAX)
-		return;
-	mx_close(c, false);
-}
-
-static void mx_accept(struct mx_server *s, uint64_t now)
-{
-	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-				   "Content-Length: 24\r\nConnection: close\r\n\r\n"
-				   "503 too many connections";
-
-	for (int k = 0; k < 64; k++) {
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				s->pause_accept = now + 100; /* EMFILE & co: do not spin */
-			return;
-		}
+	(void)conn;
+	(void)sock_ctx;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
 		mx_count(&s->st.accepted);
-		struct mx_client *c = NULL;
-		for (unsigned i = 0; i < MX_MAX_CLIENTS && !c; i++)
-			if (s->cl[i].st == MX_FREE)
-				c = &s->cl[i];
-		if (!c) {
-			/* the socket's buffer is empty: this never blocks */
-			send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			close(fd);
-			mx_count(&s->st.rejected);
-			continue;
-		}
-		int sndbuf = MX_SNDBUF;
-		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-		c->fd = fd;
-		c->st = MX_READ;
-		c->hlen = 0;
-		c->deadline = now + MX_HEAD_TIMEOUT_MS;
-	}
-}
-
-static void *mx_thread(void *arg)
-{
-	struct mx_server *s = arg;
-	struct pollfd pf[2 + MX_MAX_CLIENTS];
-	unsigned idx[MX_MAX_CLIENTS];
-
-	for (;;) {
-		uint64_t now = mx_now_ms();
-		int64_t timeout = -1;
-		nfds_t n = 0;
-
-		pf[n++] = (struct pollfd){.fd = s->wake, .events = POLLIN};
-		bool listening = now >= s->pause_accept;
-		pf[n++] = (struct pollfd){.fd = listening ? s->lfd : -1, .events = POLLIN};
-		if (!listening)
-			timeout = (int64_t)(s->pause_accept - now);
-		for (unsigned i = 0; i < MX_MAX_CLIENTS; i++) {
-			struct mx_client *c = &s->cl[i];
-			if (c->st == MX_FREE)
-				continue;
-			idx[n - 2] = i;
-			pf[n++] = (struct pollfd){
-				.fd = c->fd, .events = c->st == MX_SEND ? POLLOUT : POLLIN};
-			int64_t left = c->deadline > now ? (int64_t)(c->deadline - now) : 0;
-			if (timeout < 0 || left < timeout)
-				timeout = left;
-		}
-		if (poll(pf, n, (int)timeout) < 0) {
-			if (errno != EINTR)
-				usleep(10000); /* ENOMEM: try again */
-			continue;
-		}
-		if (pf[0].revents)
-			break;
-		now = mx_now_ms();
-		for (nfds_t k = 2; k < n; k++) {
-			struct mx_client *c = &s->cl[idx[k - 2]];
-			if (!pf[k].revents)
-				continue;
-			if (c->st == MX_READ)
-				mx_read_step(s, c, now);
-			else if (c->st == MX_SEND)
-				mx_send_step(c, now);
-			else if (c->st == MX_DRAIN)
-				mx_drain_step(c);
-		}
-		for (unsigned i = 0; i < MX_MAX_CLIENTS; i++) {
-			struct mx_client *c = &s->cl[i];
-			if (c->st == MX_FREE || now < c->deadline)
-				continue;
-			if (c->st == MX_READ) {
-				mx_respond(s, c, 408, false, now);
-			} else if (c->st == MX_SEND) {
-				mx_count(&s->st.timeouts);
-				mx_close(c, true);
-			} else {
-				mx_close(c, false);
-			}
-		}
-		if (pf[1].revents)
-			mx_accept(s, now);
-	}
-	return NULL;
 }
 
 struct mx_server *mx_server_start(const struct sockaddr_storage *addr, socklen_t len,
@@ -847,7 +501,7 @@ struct mx_server *mx_server_start(const struct sockaddr_storage *addr, socklen_t
 	char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
 	struct mx_server *s;
 	sigset_t all, old;
-	int one = 1, e;
+	int one = 1, lfd, e;
 
 	getnameinfo((const struct sockaddr *)addr, len, host, sizeof(host), serv, sizeof(serv),
 		    NI_NUMERICHOST | NI_NUMERICSERV);
@@ -858,65 +512,59 @@ struct mx_server *mx_server_start(const struct sockaddr_storage *addr, socklen_t
 	}
 	s->fn = fn;
 	s->ctx = ctx;
-	for (unsigned i = 0; i < MX_MAX_CLIENTS; i++) {
-		s->cl[i].fd = -1;
-		mx_buf_init(&s->cl[i].body, 0);
-	}
-	s->lfd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->lfd < 0)
+	mx_buf_init(&s->body, 0);
+	/* bound here: the message names the address, port 0 is read back */
+	lfd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
 		goto out_errno;
-	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s->lfd, (const struct sockaddr *)addr, len) || listen(s->lfd, 64))
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (const struct sockaddr *)addr, len) || listen(lfd, 64))
 		goto out_errno_close_listen;
 	struct sockaddr_storage bound;
 	socklen_t blen = sizeof(bound);
-	if (getsockname(s->lfd, (struct sockaddr *)&bound, &blen))
+	if (getsockname(lfd, (struct sockaddr *)&bound, &blen))
 		goto out_errno_close_listen;
 	s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
 						     : ((struct sockaddr_in *)&bound)->sin_port);
-	s->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->wake < 0)
-		goto out_errno_close_listen;
 	/* signals are for the daemon's other threads (SIGTERM seals the scan) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&s->thread, NULL, mx_thread, s);
+	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+					  (addr->ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+				  0, NULL, NULL, mx_handle, s,
+				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)lfd,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)MX_MAX_CLIENTS,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MX_MAX_PER_IP,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MX_IDLE_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MX_CONN_MEMORY,
+				  MHD_OPTION_NOTIFY_CONNECTION, mx_notify, s,
+				  MHD_OPTION_END);
+	e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e) {
-		errno = e;
-		goto out_errno_close_wake;
+	if (!s->mhd) {
+		errno = e ? e : EINVAL;
+		goto out_errno_close_listen;
 	}
 	return s;
 
-out_errno_close_wake:
-	e = errno;
-	close(s->wake);
-	errno = e;
 out_errno_close_listen:
 	e = errno;
-	close(s->lfd);
+	close(lfd);
 	errno = e;
 out_errno:
 	snprintf(err, errlen, "metrics: cannot listen on %s%s%s:%s: %s",
 		 addr->ss_family == AF_INET6 ? "[" : "", host,
 		 addr->ss_family == AF_INET6 ? "]" : "", serv, strerror(errno));
+	mx_buf_free(&s->body);
 	free(s);
 	return NULL;
 }
 
 void mx_server_stop(struct mx_server *s)
 {
-	uint64_t one = 1;
-
 	if (!s)
 		return;
-	while (write(s->wake, &one, sizeof(one)) < 0 && errno == EINTR)
-		;
-	pthread_join(s->thread, NULL);
-	for (unsigned i = 0; i < MX_MAX_CLIENTS; i++)
-		if (s->cl[i].st != MX_FREE)
-			mx_close(&s->cl[i], false);
-	close(s->wake);
-	close(s->lfd);
+	MHD_stop_daemon(s->mhd); /* joins its thread, closes every socket */
+	mx_buf_free(&s->body);
 	free(s);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * recfsd's /metrics: what an operator's dashboard shows, read from the
- * engines' counters at each scrape (metrics.c serves it).  Names follow
+ * engines' counters at each scrape (prom.c serves it).  Names follow
  * Prometheus' conventions: recfsd_ prefix, base units (bytes, seconds),
  * counters end in _total.  Labels: input (its --input label), stream (the
  * recording suffix, "" for a single stream), member (index), path.
@@ -104,7 +104,7 @@ static void rd_render(void *ctx, struct mx_buf *b)
 		rd_per_stream(d, b, "recfsd_vdif_frames_lost_total", "counter",
 			      "VDIF frames missing from the streams, by their headers", get_frames_lost);
 	mx_family(b, "recfsd_scan_start_latency_seconds", "gauge",
-		  "The last scan: from record=on handled to its first datagram received");
+		  "The last scan: from record=on's arrival to its first datagram received");
 	for (unsigned k = 0; k < d->nst; k++) {
 		const struct rd_stream *st = &d->st[k];
 		const char *sfx = st->suffix[0] == '_' ? st->suffix + 1 : st->suffix;

@@ -10,7 +10,7 @@
  * receiver opens a segment at the first batch after record=on and closes it
  * after the last whole datagram before record=off; what arrives between
  * scans is counted as idle and discarded.  The control plane (vsis.c) and
- * the metrics endpoint (metrics.c) run in threads of their own and only
+ * the metrics endpoint (prom.c, on libmicrohttpd) run in threads of their own and only
  * post requests and read counters: a client can never stall a recording.
  */
 #include <errno.h>
@@ -31,12 +31,13 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "recfs/check.h"
 #include "recfsd.h"
+#include "common/opts.h"
 #include "common/sdnotify.h"
 
 #define PROG "recfsd"
 
-_Atomic int rr_signal; /* unused: recfsd stops its inputs itself */
 
 /* ------------------------------------------------------------ the scans */
 static uint64_t rd_wall_ns(void)
@@ -172,7 +173,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
 		rd_rec_name(d, name, i, rn, sizeof(rn));
-		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, &seg);
+		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, d->t_stmt_ns, &seg);
 		rr_kick(d->st[i].r->data_efd);
 	}
 	/* every stream posted: now wake receivers waiting between scans, so
@@ -427,6 +428,12 @@ static int rd_parse_split(struct rd *d, const char *arg)
 	return err;
 }
 
+/* the crash recovery's lines (the checker's, as fsck.recfs -p prints them) */
+static void rd_recover_line(void *ctx, const char *line)
+{
+	fprintf(stderr, PROG ": recovery: %s\n", line);
+}
+
 static volatile sig_atomic_t rd_stop_sig;
 static void rd_on_signal(int sig)
 {
@@ -437,19 +444,12 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "input", required_argument, NULL, 'i' },
-		{ "format", required_argument, NULL, 'F' },
-		{ "packet-size", required_argument, NULL, 'P' },
-		{ "strip", required_argument, NULL, 'S' },
-		{ "rcvbuf", required_argument, NULL, 1 },
 		{ "cpu", required_argument, NULL, 2 },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "metrics", required_argument, NULL, 'm' },
-		{ "queue-depth", required_argument, NULL, 'Q' },
-		{ "buffer", required_argument, NULL, 'b' },
-		{ "commit-interval", required_argument, NULL, 'c' },
 		{ "ready-fd", required_argument, NULL, 3 },
-		{ "no-realtime", no_argument, NULL, 4 },
 		{ "split", required_argument, NULL, 5 },
+		RR_ENGINE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -457,67 +457,41 @@ int main(int argc, char **argv)
 	static struct rd rd_state;
 	struct rd *d = &rd_state;
 	const char *listen_spec = "127.0.0.1:2620", *metrics_spec = NULL, *cpus = NULL;
-	uint64_t v, qd = 4, commit_ns = 1000000000ull, rcvbuf = 64ull << 20, buffer = 0;
-	uint32_t packet_size = 0, strip = 0;
+	struct rr_opts eo;
+	uint64_t v;
 	int ready_fd = -1, c, status = 1;
-	bool no_rt = false;
 
-	while ((c = getopt_long(argc, argv, "i:F:P:S:l:m:Q:b:c:hV", lo, NULL)) != -1) {
+	rr_opts_default(&eo);
+
+	while ((c = getopt_long(argc, argv, "i:l:m:hV" RR_ENGINE_SHORTOPTS, lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			if (rd_add_input(d, optarg))
 				return 1;
 			break;
-		case 'F':
-			if (!strcmp(optarg, "vdif"))
-				d->fmt_vdif = true;
-			else if (strcmp(optarg, "raw"))
-				return fprintf(stderr, PROG ": --format '%s': not raw or vdif\n", optarg), 1;
-			break;
-		case 'P':
-			if (rd_num("--packet-size", optarg, &v, true, 1, 65507))
-				return 1;
-			packet_size = (uint32_t)v;
-			break;
-		case 'S':
-			if (rd_num("--strip", optarg, &v, false, 0, 64))
-				return 1;
-			strip = (uint32_t)v;
-			break;
-		case 1:
-			if (rd_num("--rcvbuf", optarg, &rcvbuf, true, 4096, 1ull << 31))
-				return 1;
-			break;
 		case 2: cpus = optarg; break;
 		case 'l': listen_spec = optarg; break;
 		case 'm': metrics_spec = optarg; break;
-		case 'Q':
-			if (rd_num("--queue-depth", optarg, &qd, false, 1, 256))
-				return 1;
-			break;
-		case 'b':
-			if (rd_num("--buffer", optarg, &buffer, true, 1, 1ull << 40))
-				return 1;
-			break;
-		case 'c':
-			if (recfs_parse_secs("--commit-interval", optarg, 10000000ull, 3600000000000ull, &commit_ns))
-				return fprintf(stderr, PROG ": %s\n", recfs_errmsg()), 1;
-			break;
 		case 3:
 			if (rd_num("--ready-fd", optarg, &v, false, 0, INT_MAX))
 				return 1;
 			ready_fd = (int)v;
 			break;
-		case 4: no_rt = true; break;
 		case 5:
 			if (rd_parse_split(d, optarg))
 				return 1;
 			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
-		default: usage(stderr); return 1;
+		default:
+			switch (rr_opt_parse(&eo, c, optarg)) {
+			case 1: break;
+			case 0: usage(stderr); return 1;
+			default: return fprintf(stderr, PROG ": %s\n", recfs_errmsg()), 1;
+			}
 		}
 	}
+	d->fmt_vdif = eo.fmt_vdif;
 	if (argc - optind != 1) {
 		fprintf(stderr, PROG ": expected PACK (see --help)\n");
 		return 1;
@@ -570,6 +544,21 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* scans a crash left unsealed hold their extents: seal them at their
+	 * durable end, as fsck.recfs -p does, before any scan allocates */
+	struct recfs_check_stats cst;
+	if (recfs_pack_recover(d->p, rd_recover_line, NULL, &cst)) {
+		fprintf(stderr, PROG ": %s: %s\n", d->pack_spec, recfs_errmsg());
+		goto out_close_pack;
+	}
+	if (cst.recovered)
+		fprintf(stderr, PROG ": recovered %u crashed recording%s (%llu bytes, %llu lost)\n", cst.recovered,
+			cst.recovered == 1 ? "" : "s", (unsigned long long)cst.recovered_bytes,
+			(unsigned long long)cst.lost_bytes);
+	if (cst.unfixed)
+		fprintf(stderr, PROG ": %u problem%s left that fsck.recfs -p does not repair: see fsck.recfs -n\n",
+			cst.unfixed, cst.unfixed == 1 ? "" : "s");
+
 	/* each stream: its engine, its ring (locked now: it takes time); each
 	 * input its socket, bound; nothing is received before all are ready */
 	unsigned lanes = d->nsplit ? d->nsplit : 1;
@@ -608,21 +597,11 @@ int main(int argc, char **argv)
 			r->chunk = g->chunk_size;
 			r->pack_lock = &d->pack_lock;
 			r->pack_spec = d->pack_spec;
-			r->qd = (uint32_t)qd;
-			r->commit_ns = commit_ns;
-			r->rcvbuf = rcvbuf;
-			r->fmt_vdif = d->fmt_vdif;
-			r->packet_size = packet_size;
-			r->strip = strip;
-			r->no_rt = no_rt;
+			rr_defaults(r, &eo);
 			r->progress = 0;
 			r->quiet = true;
-			r->in_fd = -1;
-			r->err_member = -1;
-			r->err_short = -1;
-			r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
-			if (buffer) {
-				r->buffer = buffer / lanes;
+			if (eo.buffer) {
+				r->buffer = eo.buffer / lanes;
 			} else {
 				/* an eighth of what the machine has free, over the streams */
 				r->buffer = rr_mem_available() / 8 / (d->nin * lanes);
@@ -631,19 +610,20 @@ int main(int argc, char **argv)
 				if (r->buffer > (1ull << 30))
 					r->buffer = 1ull << 30;
 			}
-			if (rr_parse_input(r, in->spec) || rr_ring_alloc(r) || rr_engine_init(r))
-				goto out_inputs;
 			/* lane 0 binds the input's socket; a split receiver
-			 * takes it over */
-			if (l == 0 && rr_open_input(r))
+			 * takes it over (the spec was checked by rd_add_input) */
+			if (rr_parse_input(r, in->spec) || rr_ring_alloc(r) || rr_engine_init(r) ||
+			    (l == 0 && rr_open_input(r))) {
+				fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 				goto out_inputs;
+			}
 			in->split.lane[l] = r;
 			in->split.thread[l] = (uint32_t)(st->thread < 0 ? 0 : st->thread);
 		}
 		if (d->nsplit) {
 			in->split.n = lanes;
 			in->split.fd = in->split.lane[0]->in_fd;
-			in->split.strip = strip;
+			in->split.strip = eo.strip;
 			in->split.lane[0]->in_fd = -1;
 		}
 	}
@@ -731,11 +711,7 @@ out_stop:
 		}
 		rr_kick(r->data_efd);
 		pthread_join(st->wr, NULL);
-		pthread_mutex_lock(&r->cm_lock);
-		r->cm_quit = true;
-		pthread_cond_signal(&r->cm_cond);
-		pthread_mutex_unlock(&r->cm_lock);
-		pthread_join(st->cm, NULL);
+		rr_cm_stop(r, st->cm);
 		uint64_t posted = atomic_load(&r->seg_posted);
 		for (uint64_t n = posted > RR_SEGQ ? posted - RR_SEGQ : 0; n < posted; n++) {
 			struct rr_seg *s = rr_seg_at(r, n);
@@ -755,12 +731,7 @@ out_inputs:
 		struct rr *r = d->st[k].r;
 		if (!r)
 			continue;
-		rr_engine_close(r);
-		if (r->ring)
-			munmap(r->ring, r->ring_size);
-		if (r->in_fd > 0)
-			close(r->in_fd);
-		free(r->csums);
+		rr_release(r);
 		free(r);
 	}
 out_close_pack:

@@ -67,6 +67,8 @@ struct rd {
 	char why[384];                  /* the last refusal's reason */
 	char exp[64], station[16];      /* the last record=on's, for names */
 	uint32_t mtu;                   /* mtu= as the station set it (0: none) */
+	uint64_t t_stmt_ns;             /* the statement being carried out arrived
+					 * (rr_mono_ns(), before any lock) */
 };
 
 void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, size_t len);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "common/opts.h"
 #include "common/sdnotify.h"
 
 #define PROG "recfs-record"
@@ -41,8 +42,6 @@ enum {
 	RR_EXIT_IO = 3,       /* member I/O error: sealed at the durable prefix */
 	RR_EXIT_INPUT = 4,    /* input failed mid-stream: sealed at what arrived */
 };
-
-_Atomic int rr_signal;
 
 static void rr_on_signal(int sig)
 {
@@ -92,14 +91,19 @@ static int rr_opt(int err)
 	return err;
 }
 
-int main(int argc, char **argv)
+/* What main carries from the command line to the steps after it. */
+struct rec_args {
+	const char *input;
+	int ready_fd;
+	bool sizes_set;
+};
+
+/* The command line into r and a: 0 go on, 1 done (--help, --version), -1
+ * refused (said). */
+static int parse_args(int argc, char **argv, struct rr *r, struct rec_args *a)
 {
 	static const struct option lo[] = {
 		{ "input", required_argument, NULL, 'i' },
-		{ "format", required_argument, NULL, 'F' },
-		{ "packet-size", required_argument, NULL, 'P' },
-		{ "strip", required_argument, NULL, 'S' },
-		{ "rcvbuf", required_argument, NULL, 1 },
 		{ "frame-size", required_argument, NULL, 2 },
 		{ "threads", required_argument, NULL, 3 },
 		{ "frame-rate", required_argument, NULL, 4 },
@@ -107,126 +111,88 @@ int main(int argc, char **argv)
 		{ "rate", required_argument, NULL, 6 },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "size", required_argument, NULL, 's' },
-		{ "queue-depth", required_argument, NULL, 'Q' },
-		{ "buffer", required_argument, NULL, 'b' },
-		{ "commit-interval", required_argument, NULL, 'c' },
 		{ "progress", no_argument, NULL, 7 },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "stats-json", required_argument, NULL, 8 },
-		{ "no-realtime", no_argument, NULL, 9 },
 		{ "ready-fd", required_argument, NULL, 10 },
+		RR_ENGINE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	static struct rr rr_state; /* one per process; nothing to free on early exits */
-	static pthread_mutex_t pack_lock;
-	struct rr *r = &rr_state;
-	const char *input = "stdin";
+	struct rr_opts eo;
 	uint64_t v;
-	int c, status = RR_EXIT_NOTHING, ready_fd = -1;
-	bool sizes_set = false;
+	int c;
 
-	r->qd = 4;
-	r->commit_ns = 1000000000ull;
-	r->rcvbuf = 64ull << 20;
+	rr_opts_default(&eo);
 	r->progress = -1;
 	r->threads = 1;
 	r->fps = 10000;
-	r->in_fd = -1;
-	r->err_member = -1;
-	r->err_short = -1;
-	r->data_efd = r->space_efd = r->aio_efd = -1;
-
-	while ((c = getopt_long(argc, argv, "i:F:P:S:d:s:Q:b:c:qhV", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:d:s:qhV" RR_ENGINE_SHORTOPTS, lo, NULL)) != -1) {
 		switch (c) {
-		case 'i': input = optarg; break;
-		case 'F':
-			if (!strcmp(optarg, "vdif"))
-				r->fmt_vdif = true;
-			else if (strcmp(optarg, "raw")) {
-				fprintf(stderr, PROG ": --format: '%s' is not raw or vdif\n", optarg);
-				return RR_EXIT_NOTHING;
-			}
-			break;
-		case 'P':
-			if (rr_opt(recfs_parse_bytes("--packet-size", optarg, 1, 65507, &v)))
-				return RR_EXIT_NOTHING;
-			r->packet_size = (uint32_t)v;
-			break;
-		case 'S':
-			if (rr_opt(recfs_parse_num("--strip", optarg, 0, 64, &v)))
-				return RR_EXIT_NOTHING;
-			r->strip = (uint32_t)v;
-			break;
-		case 1:
-			if (rr_opt(recfs_parse_bytes("--rcvbuf", optarg, 4096, 1ull << 31, &r->rcvbuf)))
-				return RR_EXIT_NOTHING;
-			break;
+		case 'i': a->input = optarg; break;
 		case 2:
 			if (rr_opt(recfs_parse_bytes("--frame-size", optarg, 1, 64u << 20, &v)))
-				return RR_EXIT_NOTHING;
+				return -1;
 			r->frame_size = (uint32_t)v;
-			sizes_set = true;
+			a->sizes_set = true;
 			break;
 		case 3:
 			if (rr_opt(recfs_parse_num("--threads", optarg, 1, RR_VDIF_MAX_THREADS, &v)))
-				return RR_EXIT_NOTHING;
+				return -1;
 			r->threads = (uint32_t)v;
 			break;
 		case 4:
 			if (rr_opt(recfs_parse_num("--frame-rate", optarg, 1, 1u << 24, &v)))
-				return RR_EXIT_NOTHING;
+				return -1;
 			r->fps = (uint32_t)v;
 			break;
 		case 5: r->legacy = true; break;
 		case 6:
 			if (rr_opt(recfs_parse_bytes("--rate", optarg, 0, 1ull << 40, &r->rate)))
-				return RR_EXIT_NOTHING;
+				return -1;
 			break;
 		case 'd':
 			if (rr_opt(recfs_parse_secs("--duration", optarg, 1000000ull, RR_SECS_MAX, &r->duration_ns)))
-				return RR_EXIT_NOTHING;
+				return -1;
 			break;
 		case 's':
 			if (rr_opt(recfs_parse_bytes("--size", optarg, 1, 1ull << 60, &r->size_limit)))
-				return RR_EXIT_NOTHING;
-			break;
-		case 'Q':
-			if (rr_opt(recfs_parse_num("--queue-depth", optarg, 1, 256, &v)))
-				return RR_EXIT_NOTHING;
-			r->qd = (uint32_t)v;
-			break;
-		case 'b':
-			if (rr_opt(recfs_parse_bytes("--buffer", optarg, 1u << 20, 1ull << 40, &r->buffer)))
-				return RR_EXIT_NOTHING;
-			break;
-		case 'c':
-			if (rr_opt(recfs_parse_secs("--commit-interval", optarg, 10000000ull, 3600000000000ull,
-						    &r->commit_ns)))
-				return RR_EXIT_NOTHING;
+				return -1;
 			break;
 		case 7: r->progress = 1; break;
 		case 'q': r->quiet = true; break;
 		case 8: r->stats_json = optarg; break;
-		case 9: r->no_rt = true; break;
 		case 10:
 			if (rr_opt(recfs_parse_num("--ready-fd", optarg, 0, INT_MAX, &v)))
-				return RR_EXIT_NOTHING;
+				return -1;
 			if (fcntl((int)v, F_GETFD) < 0) {
 				fprintf(stderr, PROG ": --ready-fd %s: not an open descriptor\n", optarg);
-				return RR_EXIT_NOTHING;
+				return -1;
 			}
-			ready_fd = (int)v;
+			a->ready_fd = (int)v;
 			break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
-		default: usage(stderr); return RR_EXIT_NOTHING;
+		case 'h': usage(stdout); return 1;
+		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 1;
+		default:
+			switch (rr_opt_parse(&eo, c, optarg)) {
+			case 1: break;
+			case 0: usage(stderr); return -1;
+			default: rr_opt(-EINVAL); return -1;
+			}
 		}
 	}
+	rr_defaults(r, &eo);
+	r->prog = PROG;
+	return 0;
+}
+
+/* What can be refused before the pack is opened: -1 refused (said). */
+static int check_args(int argc, char **argv, struct rr *r, const struct rec_args *a)
+{
 	if (argc - optind != 2) {
 		fprintf(stderr, PROG ": expected PACK and NAME (see --help)\n");
-		return RR_EXIT_NOTHING;
+		return -1;
 	}
 	r->pack_spec = argv[optind];
 	r->name = argv[optind + 1];
@@ -235,41 +201,47 @@ int main(int argc, char **argv)
 	else if (r->progress < 0)
 		r->progress = isatty(2);
 
-	if (rr_parse_input(r, input)) {
+	if (rr_parse_input(r, a->input)) {
 		fprintf(stderr, PROG ": --input: '%s' is not stdin, file:PATH, udp:[ADDR:]PORT, "
-			"gen:counter or gen:vdif\n", input);
-		return RR_EXIT_NOTHING;
+			"gen:counter or gen:vdif\n", a->input);
+		return -1;
 	}
 	if (r->in_kind != RR_IN_UDP && (r->packet_size || r->strip)) {
 		fprintf(stderr, PROG ": --packet-size and --strip apply to udp input only\n");
-		return RR_EXIT_NOTHING;
+		return -1;
 	}
 	if (r->in_kind != RR_IN_GEN && r->rate) {
 		fprintf(stderr, PROG ": --rate paces the gen: inputs only\n");
-		return RR_EXIT_NOTHING;
+		return -1;
 	}
-	if (r->in_kind != RR_IN_GEN && sizes_set) {
+	if (r->in_kind != RR_IN_GEN && a->sizes_set) {
 		fprintf(stderr, PROG ": --frame-size applies to gen: inputs only\n");
-		return RR_EXIT_NOTHING;
+		return -1;
 	}
 	if (recfs_name_check(r->name)) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-		return RR_EXIT_NOTHING;
+		return -1;
 	}
 	/* a typo must not write statistics over a member */
 	if (r->stats_json && recfs_spec_check_output(r->pack_spec, "--stats-json",
 						     strcmp(r->stats_json, "-") ? r->stats_json : "(standard output)",
 						     strcmp(r->stats_json, "-") ? -1 : 1)) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-		return RR_EXIT_NOTHING;
+		return -1;
 	}
-	if (ready_fd >= 0 && recfs_spec_check_output(r->pack_spec, "--ready-fd", "(descriptor)", ready_fd)) {
+	if (a->ready_fd >= 0 && recfs_spec_check_output(r->pack_spec, "--ready-fd", "(descriptor)", a->ready_fd)) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-		return RR_EXIT_NOTHING;
+		return -1;
 	}
+	return 0;
+}
 
+/* The pack, locked for writing, with room for the recording: 0, or the exit
+ * status (the pack closed again). */
+static int open_pack(struct rr *r)
+{
 	/* pack: the exclusive writer lock is held from here to the end */
-	int err = recfs_pack_open(r->pack_spec, RECFS_O_RDWR, &r->p);
+	int status = RR_EXIT_NOTHING, err = recfs_pack_open(r->pack_spec, RECFS_O_RDWR, &r->p);
 	if (err) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 		return RR_EXIT_NOTHING;
@@ -281,32 +253,44 @@ int main(int argc, char **argv)
 		if (!d || d->fd < 0) {
 			fprintf(stderr, PROG ": %s: member %u is %s\n", r->pack_spec, i,
 				d ? "not a file or block device" : "missing");
-			goto out_close_pack;
+			goto out_close;
 		}
 	}
 	struct recfs_rec old;
 	if (recfs_rec_lookup(r->p, r->name, &old) == 0) {
 		fprintf(stderr, PROG ": recording '%s' already exists on %s\n", r->name, r->pack_spec);
-		goto out_close_pack;
+		goto out_close;
 	}
 	struct recfs_pack_info info;
 	if (recfs_pack_info(r->p, &info) == 0 && info.largest_free == 0) {
 		fprintf(stderr, PROG ": %s: pack full: no free space for '%s'\n", r->pack_spec, r->name);
 		status = RR_EXIT_FULL;
-		goto out_close_pack;
+		goto out_close;
 	}
+	return 0;
+out_close:
+	recfs_pack_close(r->p);
+	r->p = NULL;
+	return status;
+}
+
+/* Ring, input, engine, the statistics file, the receiver and the committer:
+ * 0, or -1 (said; main releases what was set up). */
+static int start(struct rr *r, pthread_t *rcv, pthread_t *cm)
+{
+	static pthread_mutex_t pack_lock;
+	int err;
+
 	/* the ring first: it takes time to lock, and a bound socket would
 	 * already be dropping datagrams meanwhile */
-	if (rr_ring_alloc(r))
-		goto out_close_pack;
-	if (rr_open_input(r))
-		goto out_close_input_ring;
-	if (rr_engine_init(r))
-		goto out_close_input_ring;
+	if (rr_ring_alloc(r) || rr_open_input(r) || rr_engine_init(r)) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+		return -1;
+	}
 	pthread_mutex_init(&pack_lock, NULL);
 	r->pack_lock = &pack_lock;
 	/* one segment: the whole stream is the recording */
-	rr_seg_post(r, r->name, r->size_limit, 0, NULL);
+	rr_seg_post(r, r->name, r->size_limit, 0, 0, NULL);
 
 	struct sigaction sa = { .sa_handler = rr_on_signal };
 	sigemptyset(&sa.sa_mask);
@@ -320,23 +304,28 @@ int main(int argc, char **argv)
 		if (!r->json_f) {
 			fprintf(stderr, PROG ": %s: cannot write statistics: %s\n", r->stats_json,
 				strerror(errno));
-			goto out_close_input_ring;
+			return -1;
 		}
 	}
 
-	pthread_t rcv_thr, cm_thr;
 	r->t_start = rr_mono_ns();
-	if ((err = pthread_create(&rcv_thr, NULL, rcv_main, r))) {
+	if ((err = pthread_create(rcv, NULL, rcv_main, r))) {
 		fprintf(stderr, PROG ": cannot start the receiver: %s\n", strerror(err));
-		goto out_close_input_ring;
+		return -1;
 	}
-	if ((err = pthread_create(&cm_thr, NULL, cm_main, r))) {
+	if ((err = pthread_create(cm, NULL, cm_main, r))) {
 		fprintf(stderr, PROG ": cannot start the committer: %s\n", strerror(err));
 		rr_set_stop(r, RR_STOP_INPUT);
-		pthread_join(rcv_thr, NULL);
-		goto out_close_input_ring;
+		pthread_join(*rcv, NULL);
+		return -1;
 	}
+	return 0;
+}
 
+/* Write until the stream ends, then stop the receiver and the committer:
+ * the length written. */
+static int64_t run(struct rr *r, int ready_fd, pthread_t rcv, pthread_t cm)
+{
 	/* the socket is bound and its receiver running: a datagram sent now
 	 * is recorded */
 	rr_notify_ready(ready_fd);
@@ -346,15 +335,19 @@ int main(int argc, char **argv)
 	r->t_end = rr_mono_ns();
 	if (!atomic_load(&r->stop))
 		rr_set_stop(r, RR_STOP_IOERR);
-	pthread_join(rcv_thr, NULL);
-	pthread_mutex_lock(&r->cm_lock);
-	r->cm_quit = true;
-	pthread_cond_signal(&r->cm_cond);
-	pthread_mutex_unlock(&r->cm_lock);
-	pthread_join(cm_thr, NULL);
+	pthread_join(rcv, NULL);
+	rr_cm_stop(r, cm);
 	if (r->progress_shown) {
 		rr_progress(r, true);
 	}
+	return len;
+}
+
+/* Seal at the exact length (the receiver's loss map is final) and say what
+ * happened: the exit status. */
+static int seal_report(struct rr *r, int64_t len)
+{
+	int status = RR_EXIT_NOTHING, err;
 
 	enum rr_stop why = (enum rr_stop)atomic_load(&r->stop);
 	if (r->err_errno && why != RR_STOP_FULL)
@@ -367,7 +360,12 @@ int main(int argc, char **argv)
 		else if (r->err_errno == 0)
 			fprintf(stderr, PROG ": no data from %s; recording '%s' not created\n",
 				r->in_path ? r->in_path : r->input_spec, r->name);
-		goto out_stats;
+		if (r->json_f) { /* the statistics say so */
+			struct rusage ru;
+			getrusage(RUSAGE_SELF, &ru);
+			rr_write_json(r, r->rec.committed_len, status, why, &ru);
+		}
+		return status;
 	}
 
 	/* seal at the exact length (the receiver's loss map is final) */
@@ -421,29 +419,31 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": '%s' sealed at %llu bytes (%s): %s\n", r->name,
 			(unsigned long long)r->rec.committed_len,
 			recfs_fmt_size(r->rec.committed_len, hs, sizeof(hs)), rr_stop_what[why]);
+	return status;
+}
 
-out_stats:
-	if (r->json_f) { /* not created: the statistics say so */
-		struct rusage ru3;
-		getrusage(RUSAGE_SELF, &ru3);
-		rr_write_json(r, r->rec.committed_len, status, why, &ru3);
-	}
-out_close_input_ring:
-	rr_engine_close(r);
-	if (r->json_f && r->json_f != stdout)
-		fclose(r->json_f);
-	if (r->ring)
-		munmap(r->ring, r->ring_size);
-	if (r->in_fd > 0)
-		close(r->in_fd);
-	rr_gen_free(&r->gen);
-out_close_pack:
+int main(int argc, char **argv)
+{
+	static struct rr rr_state; /* one per process; nothing to free on early exits */
+	struct rr *r = &rr_state;
+	struct rec_args a = { .input = "stdin", .ready_fd = -1 };
+	pthread_t rcv, cm;
+	int status, err = parse_args(argc, argv, r, &a);
+
+	if (err)
+		return err > 0 ? 0 : RR_EXIT_NOTHING;
+	if (check_args(argc, argv, r, &a))
+		return RR_EXIT_NOTHING;
+	if ((status = open_pack(r)))
+		return status;
+	status = RR_EXIT_NOTHING;
+	if (start(r, &rcv, &cm) == 0)
+		status = seal_report(r, run(r, a.ready_fd, rcv, cm));
+	rr_release(r);
 	err = recfs_pack_close(r->p);
 	if (err && status == RR_EXIT_OK) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 		status = RR_EXIT_IO;
 	}
-	free(r->csums);
 	return status;
 }
-

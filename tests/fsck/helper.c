@@ -11,6 +11,7 @@
  *   rollback PACK NAME                         drop the newest entry generation (a commit whose
  *                                              entry write never happened)
  *   set-entry PACK NAME FIELD VALUE [MEMBER]   rewrite the newest generation with a field changed
+ *                                              (also format, source, flags, reserved: not checked)
  *                                              (uid @OTHER: OTHER's uid)
  *   set-super MEMBER primary|backup FIELD VALUE rewrite one superblock copy with a field changed
  *   bit PACK ROW set|clear                     change the newest bitmap copy on every member
@@ -250,7 +251,18 @@ static int cmd_set_entry(char **a, int argc)
 		d->name_len = htole16((uint16_t)strlen(v));
 	} else if (!strcmp(f, "checksum"))
 		d->checksum = htole64(x);
-	else {
+	else if (!strcmp(f, "format"))
+		d->format = (uint8_t)x;
+	else if (!strcmp(f, "source")) /* up to 64 bytes, no NUL needed */
+		memcpy(d->source, v, strnlen(v, sizeof(d->source)));
+	else if (!strcmp(f, "flags"))
+		d->flags = htole32((uint32_t)x);
+	else if (!strcmp(f, "reserved")) { /* every reserved byte of the slot */
+		d->reserved0 = htole32((uint32_t)x);
+		memset(d->reserved1, (int)(x & 0xff), sizeof(d->reserved1));
+		for (unsigned g = 0; g < RECFS_GAPS_MAX; g++)
+			d->gaps[g].reserved = htole16((uint16_t)x);
+	} else {
 		fprintf(stderr, "fsck-helper: unknown entry field %s\n", f);
 		return 2;
 	}

@@ -135,6 +135,16 @@ numopt --split timeout 20 recfsd -F vdif --split vdif-thread:@ "$PACK"
 numopt --frame-size recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --frame-size @
 numopt --threads recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --threads @
 numopt --frame-rate recfs-play --gen vdif --udp 127.0.0.1:9 -s 1M --frame-rate @
+# the engine's options are one table: the same range and the same words in
+# both programs (recfsd took a 1-byte --buffer, and worded --format apart)
+for prog in "recfs-record -q -i gen:counter" "timeout 20 recfsd"; do
+	name=${prog#timeout 20 }
+	name=${name%% *}
+	refused "$name: --buffer below 1M" "--buffer '512K': too small; want 1M to 1T" \
+		$prog -b 512K "$PACK" n1
+	refused "$name: --format typo" "--format: 'vdfi' is not raw or vdif" \
+		$prog -F vdfi "$PACK" n1
+done
 refused "recfsd: more CPUs than inputs" "recfsd: --cpu '0,1': 2 CPUs for 1 input" \
 	timeout 20 recfsd -i udp:127.0.0.1:9 --cpu 0,1 "$PACK"
 refused "recfsd: an empty thread in --split" "recfsd: --split 'vdif-thread:0-3,': an empty thread in the list" \

@@ -58,6 +58,16 @@ check "the refused names do not exist" test -z "$(recfs ls "$PACK" | grep -E '^(
 
 # help and version
 check "--help" bash -c "recfs-record --help | grep -q 'Usage: recfs-record'"
+# an input that cannot be opened: the engine's descriptors were left 0
+# (static zero) in recfs-record, so the cleanup closed standard input
+strace -f -qq -e trace=close -o "$T_DIR/close.trace" recfs-record -q -i "file:$T_DIR/absent" \
+	"$PACK" absent </dev/null >/dev/null 2>"$T_DIR/absent.err"
+# and the engine's message named the program ("(null): ..." before)
+check "input that cannot be opened: named by the program" \
+	grep -q "^recfs-record: $T_DIR/absent: cannot open" "$T_DIR/absent.err"
+check "input that cannot be opened: strace ran" test -s "$T_DIR/close.trace"
+check "input that cannot be opened: standard input is not closed" \
+	bash -c '! grep -E "close\(0\)" "$1"' _ "$T_DIR/close.trace"
 check "--version" bash -c "recfs-record --version | grep -q '^recfs-record [0-9]'"
 check "play --help" bash -c "recfs-play --help | grep -q 'Usage: recfs-play'"
 expect_err "play: unknown recording" 1 "nope" recfs-play "$PACK" nope --udp 127.0.0.1:9

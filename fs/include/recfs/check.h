@@ -84,6 +84,19 @@ struct recfs_check_stats {
 int recfs_check(struct recfs_dev **devs, unsigned n, const struct recfs_check_opts *o,
 		struct recfs_check_stats *st);
 
+/*
+ * A writer's crash recovery: when the pack (opened RECFS_O_RDWR) holds
+ * recordings left unsealed by a crash, run the check in preen mode over its
+ * own devices, which seals each one at its durable end exactly as
+ * fsck.recfs -p does, and reload the pack.  0 when none is left unsealed
+ * (st->recovered says how many were sealed; nothing is read when none was
+ * unsealed; st->unfixed counts problems preen may not repair, left for
+ * fsck.recfs), or -EUCLEAN naming the fix when preen stopped before sealing
+ * them.  out gets the checker's lines (NULL: none).  st may be NULL.
+ */
+int recfs_pack_recover(struct recfs_pack *p, void (*out)(void *ctx, const char *line), void *ctx,
+		       struct recfs_check_stats *st);
+
 /* ------------------------------------------------------- the problem table */
 #define RECFS_PRF_NOFIX 0x1   /* cannot be repaired: always left (exit 4) */
 #define RECFS_PRF_PREEN 0x2   /* safe to repair in preen mode (-p) */
