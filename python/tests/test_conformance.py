@@ -160,6 +160,12 @@ def test_vdif_loss_maps(tmp_path):
                                 {"offset": 80320, "frames": 4, "thread": 1}]
     assert d["many"]["gaps_coalesced"] and len(d["many"]["gaps"]) == 32
     assert d["many"]["source_hex"] == b"udp:\xff\xfe".hex()
+    # an unknown format code; a source of 64 bytes, no NUL (63 shown)
+    tool(HELPER, "set-entry", spec, "two", "format", "7", check=True)
+    tool(HELPER, "set-entry", spec, "two", "source", "s" * 64, check=True)
+    p = agree(spec)
+    d = {x["name"]: x for x in p.ls()}
+    assert d["two"]["format"] == "unknown" and d["two"]["source"] == "s" * 63
 
 
 # ------------------------------------------------------------ crafted damage
