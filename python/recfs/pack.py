@@ -15,6 +15,14 @@ from .format import (BLOCK, ENTRY_SIZE, ENT_MAGIC, MAX_MEMBERS, SLOT_SIZE, STATE
 
 
 _PREADV = hasattr(os, "preadv")
+if hasattr(os, "pread"):
+    def _pread(m, n, off):
+        return os.pread(m.fd, n, off)
+else:  # Windows: no positioned read; one reader per member at a time
+    def _pread(m, n, off):
+        with m.lock:
+            os.lseek(m.fd, off, os.SEEK_SET)
+            return os.read(m.fd, n)
 
 
 def _strerror(e):
@@ -105,6 +113,7 @@ class Member:
         except OSError as e:
             raise Error(e.errno, "%s: %s" % (path, _strerror(e))) from None
         self.st = st
+        self.lock = threading.Lock()
         self.blkdev = stat.S_ISBLK(st.st_mode)
         self.size = os.lseek(self.fd, 0, os.SEEK_END) if self.blkdev else st.st_size
         if hasattr(os, "posix_fadvise") and not self.direct:
@@ -127,9 +136,9 @@ class Member:
                 got += r
             data = buf[:got]
         else:
-            data = os.pread(self.fd, n, off)
+            data = _pread(self, n, off)
             while 0 < len(data) < n:
-                more = os.pread(self.fd, n - len(data), off + len(data))
+                more = _pread(self, n - len(data), off + len(data))
                 if not more:
                     break
                 data += more
