@@ -21,7 +21,9 @@ class RecordingFile(io.RawIOBase):
         self._nchunks = (self._size + cs - 1) // cs
         self._full = self._size // cs
         if readahead is None:
-            readahead = max(32 << 20, 4 * pack.geom.members * cs)
+            # enough to keep every member busy, without holding GiBs of big chunks
+            m = pack.geom.members
+            readahead = min(max(32 << 20, 2 * m * cs), max(256 << 20, m * cs))
         self._ahead = max(1, (readahead + cs - 1) // cs)   # chunks in flight ahead
         self._pos = 0
         self._next = 0          # where a sequential reader goes next
