@@ -75,7 +75,7 @@ $(LIBRECFS): $(LIB_OBJS)
 # `make`, `make install` and `make demo` work on a machine without them.
 # deps: that and what the tests and benchmarks run.
 BUILD_PKGS := libfuse3-dev libaio-dev libxxhash-dev libblkid-dev uuid-dev libmicrohttpd-dev pkg-config
-TEST_PKGS := fuse3 libcmocka-dev fio attr python3 python3-prometheus-client curl util-linux \
+TEST_PKGS := fuse3 libcmocka-dev fio attr python3 python3-venv python3-prometheus-client curl util-linux \
 	fdisk e2fsprogs xxd clang strace
 DEB_PKGS := $(BUILD_PKGS) $(TEST_PKGS)
 # $(call install_pkgs,PACKAGES): apt-get install those not installed (root only)
