@@ -782,14 +782,33 @@ int recfs_append_sync(struct recfs_appender *a)
 	return 0;
 }
 
-int recfs_append_seal(struct recfs_appender *a)
+/* pipelined, as the recorders seal: the staged entry goes out unflushed,
+ * then the seal commits what was appended since the last sync (its slots
+ * beside that entry; the seal's first flush makes all three durable) */
+static int append_seal_pipe(struct recfs_appender *a)
 {
-	int err = recfs_append_sync(a);
+	struct recfs_commit c = {0};
+	int err = 0;
 
-	/* pipelined: the staged entry goes out unflushed; the seal's first
-	 * flush makes it durable */
+	if (a->err)
+		return a->err;
+	if (a->fill && a->written > a->cbase)
+		err = write_chunk(a);
 	if (!err && a->st.staged)
 		err = recfs_rec_commit_stage(a->p, a->r, &a->st, NULL);
+	if (err)
+		return a->err = err;
+	c.len = a->written;
+	c.csums = a->csums;
+	return recfs_rec_seal(a->p, a->r, a->written > a->r->committed_len ? &c : NULL);
+}
+
+int recfs_append_seal(struct recfs_appender *a)
+{
+	if (a->pipe)
+		return append_seal_pipe(a);
+	int err = recfs_append_sync(a);
+
 	if (!err)
 		err = recfs_rec_seal(a->p, a->r, NULL);
 	return err;
