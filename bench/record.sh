@@ -6,7 +6,7 @@
 # the blocks the recording will use, then recfs-record records gen:counter
 # at full speed with --queue-depth that depth.  Printed: both throughputs,
 # both CPU seconds per GB (user+system of the whole process, /usr/bin/time),
-# and the ratios.  Targets (the brief): throughput >= 0.97 x fio, CPU per
+# and the ratios, and the recorder's commits and its slowest.  Targets (the brief): throughput >= 0.97 x fio, CPU per
 # GB <= 1.25 x fio.
 #
 # Usage: bench/record.sh [options]
@@ -91,7 +91,7 @@ TOTAL=$((PER_B * N))
 echo "bench/record.sh: $N members ($([ -n "$MEMBERS_ARG" ] && echo "$PACK" || echo "files in $DIR")), $((PER_B >> 20)) MiB each, chunk $CHUNK, ring $BUF"
 [ -n "$THROTTLE" ] && echo "disk-bound: loop devices (direct I/O), writes throttled to $((THROTTLE / 1000000)) MB/s each"
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
-printf "%5s %5s %10s %10s %10s %7s %7s %10s %10s %7s\n" depth commit "fio MB/s" "fio+sync" "rec MB/s" "/fio" "/sync" "fio cpu/GB" "rec cpu/GB" ratio
+printf "%5s %5s %10s %10s %10s %7s %7s %10s %10s %7s %8s %9s\n" depth commit "fio MB/s" "fio+sync" "rec MB/s" "/fio" "/sync" "fio cpu/GB" "rec cpu/GB" ratio commits "max ms"
 RES=$TMP/results
 : >"$RES"
 fio_run() { # OUT [fio options]: fio on every member at once
@@ -129,9 +129,9 @@ r = json.load(open(d + "/rec.json"))
 rec_bw = r["rate_bytes_per_s"]
 rec_cpu = sum(map(float, open(d + "/rec.time").read().split()[-2:]))
 gb = total / 1e9
-print(q, c, fio_bw, fios_bw, rec_bw, fio_cpu / gb, rec_cpu / gb)
+print(q, c, fio_bw, fios_bw, rec_bw, fio_cpu / gb, rec_cpu / gb, r["commits"], r["commit_max_s"])
 PY
-			tail -1 "$RES" | awk '{printf "%5d %5s %10.0f %10.0f %10.0f %7.3f %7.3f %10.3f %10.3f %7.3f\n", $1, $2, $3/1e6, $4/1e6, $5/1e6, $5/$3, $5/$4, $6, $7, ($6 > 0 ? $7/$6 : 0)}'
+			tail -1 "$RES" | awk '{printf "%5d %5s %10.0f %10.0f %10.0f %7.3f %7.3f %10.3f %10.3f %7.3f %8d %9.1f\n", $1, $2, $3/1e6, $4/1e6, $5/1e6, $5/$3, $5/$4, $6, $7, ($6 > 0 ? $7/$6 : 0), $8, $9 * 1e3}'
 		done
 	done
 done
@@ -140,7 +140,7 @@ python3 - "$RES" <<'PY'
 import sys, statistics as st
 rows = {}
 for line in open(sys.argv[1]):
-    q, c, a, s, b, x, y = line.split()
+    q, c, a, s, b, x, y = line.split()[:7]
     rows.setdefault((int(q), float(c)), []).append((float(a), float(s), float(b), float(x), float(y)))
 for k in sorted(rows):
     v = rows[k]

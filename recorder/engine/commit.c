@@ -78,12 +78,23 @@ void rr_gflush_init(struct rr_gflush *g)
 	pthread_cond_init(&g->c, NULL);
 }
 
-int rr_gflush(struct rr_gflush *g, struct recfs_pack *p)
+void rr_gflush_enter(struct rr_gflush *g)
 {
 	pthread_mutex_lock(&g->m);
+	g->staging++;
+	pthread_mutex_unlock(&g->m);
+}
+
+int rr_gflush(struct rr_gflush *g, struct recfs_pack *p, bool flush)
+{
+	pthread_mutex_lock(&g->m);
+	if (--g->staging == 0)
+		pthread_cond_broadcast(&g->c); /* a waiting leader may start */
 	uint64_t need = g->started + 1; /* one that starts after this call */
-	while (g->done < need) {
-		if (g->running) {
+	while (flush && g->done < need) {
+		/* while another committer stages, wait: its writes join this
+		 * flush (committers wake together, so one flush serves all) */
+		if (g->running || g->staging) {
 			pthread_cond_wait(&g->c, &g->m);
 			continue;
 		}
@@ -100,7 +111,7 @@ int rr_gflush(struct rr_gflush *g, struct recfs_pack *p)
 		g->flushes++;
 		pthread_cond_broadcast(&g->c);
 	}
-	int err = g->err;
+	int err = flush ? g->err : 0;
 	pthread_mutex_unlock(&g->m);
 	return err;
 }
@@ -133,11 +144,16 @@ int cm_commit(struct rr *r, uint64_t len, bool seal)
 	c.csums = cs;
 	cm_loss(r, len, &loss);
 	uint64_t t0 = rr_mono_ns();
+	if (!seal)
+		rr_gflush_enter(r->gflush);
 	pthread_mutex_lock(r->pack_lock);
 	err = recfs_rec_commit_stage(r->p, &r->rec, &r->stage, seal ? NULL : &c);
 	pthread_mutex_unlock(r->pack_lock);
-	if (!err && !seal && !(err = rr_gflush(r->gflush, r->p)))
-		r->durable_len = r->rec.committed_len;
+	if (!seal) {
+		int ferr = rr_gflush(r->gflush, r->p, !err);
+		if (!err && !(err = ferr))
+			r->durable_len = r->rec.committed_len;
+	}
 	if (!err && seal) { /* its first flush makes the staged entry durable */
 		pthread_mutex_lock(r->pack_lock);
 		if (len < r->rec.committed_len) /* the staged length: durable */

@@ -213,9 +213,10 @@ struct rr {
 
 /*
  * One flush for every recording of a pack (group commit): each committer
- * stages its entry and slots (recfs_rec_commit_stage), then asks for a
- * flush that starts after that; while one runs, later callers wait and
- * the next one covers them all.  Committers wake on the same clock (whole
+ * announces itself (rr_gflush_enter), stages its entry and slots
+ * (recfs_rec_commit_stage), then asks for a flush that starts after that
+ * and after every committer then staging is done; while one runs, later
+ * callers wait and the next one covers them all.  Committers wake on the same clock (whole
  * multiples of the interval), so the streams of a scan share each flush.
  * recfsd shares one between its inputs; recfs-record has its own.
  */
@@ -223,12 +224,17 @@ struct rr_gflush {
 	pthread_mutex_t m;
 	pthread_cond_t c;
 	bool running;
+	unsigned staging;         /* committers between enter and rr_gflush */
 	uint64_t started, done;   /* flushes started and finished */
 	int err;                  /* the last flush's */
 	uint64_t flushes;         /* for the report */
 };
 void rr_gflush_init(struct rr_gflush *g);
-int rr_gflush(struct rr_gflush *g, struct recfs_pack *p);
+/* a committer is about to stage: the next flush waits for it */
+void rr_gflush_enter(struct rr_gflush *g);
+/* staged (flush false: staging failed, only leave): wait for a flush that
+ * starts after every committer now staging is done */
+int rr_gflush(struct rr_gflush *g, struct recfs_pack *p, bool flush);
 
 /* set by the front end's signal handler; the receiver stops on it */
 extern _Atomic int rr_signal; /* lock-free: safe in a handler, read by threads */
