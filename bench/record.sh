@@ -6,7 +6,7 @@
 # the blocks the recording will use, then recfs-record records gen:counter
 # at full speed with --queue-depth that depth.  Printed: both throughputs,
 # both CPU seconds per GB (user+system of the whole process, /usr/bin/time),
-# and the ratios.  Targets (the brief): throughput >= 0.97 x fio, CPU per
+# and the ratios, and the recorder's commits and its slowest.  Targets (the brief): throughput >= 0.97 x fio, CPU per
 # GB <= 1.25 x fio.
 #
 # Usage: bench/record.sh [options]
@@ -18,15 +18,23 @@
 #   -b SIZE      recorder ring buffer (default 256M)
 #   -r N         repeat each depth N times (default 1)
 #   -d DIR       folder for the file members (default /var/tmp)
+#   -C "S ..."   recorder commit intervals to run (default 1, the default)
+#   -T BPS       disk-bound: the file members become loop devices (direct
+#                I/O) whose writes the cgroup-v1 blkio controller throttles
+#                to BPS bytes/s each, and fio and the recorder both run in
+#                that cgroup; fio then also runs with an fdatasync per member
+#                every (commit interval x fio's rate) bytes: the durability
+#                ceiling the recorder is held to (run as root)
 set -u
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 BIN=${RECFS_BIN:-$PWD/${BUILD:-build}/bin}
-MEMBERS_ARG="" N=4 PER=1G CHUNK=1M DEPTHS=4 BUF=256M REPEAT=1 DIR=/var/tmp
-while getopts "m:n:s:c:Q:b:r:d:h" o; do
+MEMBERS_ARG="" N=4 PER=1G CHUNK=1M DEPTHS=4 BUF=256M REPEAT=1 DIR=/var/tmp INTERVALS=1 THROTTLE=""
+while getopts "m:n:s:c:Q:b:r:d:C:T:h" o; do
 	case $o in
 	m) MEMBERS_ARG=$OPTARG ;; n) N=$OPTARG ;; s) PER=$OPTARG ;; c) CHUNK=$OPTARG ;;
 	Q) DEPTHS=$OPTARG ;; b) BUF=$OPTARG ;; r) REPEAT=$OPTARG ;; d) DIR=$OPTARG ;;
+	C) INTERVALS=$OPTARG ;; T) THROTTLE=$(bytes "$OPTARG") ;;
 	*) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 1 ;;
 	esac
 done
@@ -38,7 +46,13 @@ CHUNK_B=$(bytes "$CHUNK")
 PER_B=$((PER_B / CHUNK_B * CHUNK_B))
 
 TMP=$(mktemp -d "$DIR/recfs-bench.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
+LOOPS=() CG=""
+cleanup() {
+	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
 if [ -n "$MEMBERS_ARG" ]; then
 	PACK=$MEMBERS_ARG
 	IFS=, read -r -a MEM <<<"$PACK"
@@ -54,59 +68,89 @@ else
 	done
 	PACK=$(IFS=,; echo "${MEM[*]}")
 fi
+IN_CG=()
+if [ -n "$THROTTLE" ]; then
+	[ -z "$MEMBERS_ARG" ] || { echo "bench/record.sh: -T takes file members (-n), not -m" >&2; exit 1; }
+	CG=/sys/fs/cgroup/blkio/recfs-recordbench.$$
+	mkdir "$CG" || exit 1
+	for ((i = 0; i < N; i++)); do
+		l=$(losetup --direct-io=on -f --show "${MEM[i]}") || exit 1
+		LOOPS+=("$l")
+		echo "$(lsblk -dno MAJ:MIN "$l" | tr -d ' ') $THROTTLE" >"$CG/blkio.throttle.write_bps_device"
+		MEM[i]=$l
+	done
+	PACK=$(IFS=,; echo "${MEM[*]}")
+	# run "$@" inside the throttled cgroup
+	IN_CG=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG")
+fi
 "$BIN/mkfs.recfs" -f -q -c "$CHUNK" "$PACK" || exit 1
 # member order is the pack's; the data region starts at the same offset on all
 DOFF=$(python3 -c 'import struct,sys; print(struct.unpack_from("<Q", open(sys.argv[1],"rb").read(4096), 144)[0])' "${MEM[0]}")
 TOTAL=$((PER_B * N))
 
 echo "bench/record.sh: $N members ($([ -n "$MEMBERS_ARG" ] && echo "$PACK" || echo "files in $DIR")), $((PER_B >> 20)) MiB each, chunk $CHUNK, ring $BUF"
+[ -n "$THROTTLE" ] && echo "disk-bound: loop devices (direct I/O), writes throttled to $((THROTTLE / 1000000)) MB/s each"
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1), $(awk '/MemTotal/{printf "%.0f GiB RAM", $2/1048576}' /proc/meminfo), kernel $(uname -r)"
-printf "%5s %12s %12s %8s %12s %12s %8s\n" depth "fio MB/s" "rec MB/s" ratio "fio cpu/GB" "rec cpu/GB" ratio
+printf "%5s %5s %10s %10s %10s %7s %7s %10s %10s %7s %8s %9s\n" depth commit "fio MB/s" "fio+sync" "rec MB/s" "/fio" "/sync" "fio cpu/GB" "rec cpu/GB" ratio commits "max ms"
 RES=$TMP/results
 : >"$RES"
+fio_run() { # OUT [fio options]: fio on every member at once
+	local out=$1 jobs=() i
+	shift
+	for ((i = 0; i < N; i++)); do
+		jobs+=(--name="m$i" --filename="${MEM[$i]}" --offset="$DOFF" --size="$PER_B")
+	done
+	"${IN_CG[@]}" /usr/bin/time -f "%U %S" -o "$out.time" fio --output-format=json --output="$out.json" \
+		--group_reporting --rw=write --bs="$CHUNK_B" --direct=1 --ioengine=libaio "$@" "${jobs[@]}" || exit 1
+}
 for ((rep = 0; rep < REPEAT; rep++)); do
 	for Q in $DEPTHS; do
-		jobs=()
-		for ((i = 0; i < N; i++)); do
-			jobs+=(--name="m$i" --filename="${MEM[$i]}" --offset="$DOFF" --size="$PER_B")
-		done
-		/usr/bin/time -f "%U %S" -o "$TMP/fio.time" fio --output-format=json --output="$TMP/fio.json" \
-			--group_reporting --rw=write --bs="$CHUNK_B" --direct=1 --ioengine=libaio \
-			--iodepth="$Q" "${jobs[@]}" || exit 1
-		"$BIN/recfs" rm "$PACK" bench >/dev/null 2>&1
-		/usr/bin/time -f "%U %S" -o "$TMP/rec.time" "$BIN/recfs-record" -q -b "$BUF" -Q "$Q" \
-			-i gen:counter --size "$TOTAL" --stats-json "$TMP/rec.json" "$PACK" bench 2>"$TMP/rec.err" ||
-			{ cat "$TMP/rec.err" >&2; exit 1; }
-		python3 - "$TMP" "$Q" "$TOTAL" >>"$RES" <<'PY'
+		for C in $INTERVALS; do
+			fio_run "$TMP/fio" --iodepth="$Q"
+			SYNC=0
+			if [ -n "$THROTTLE" ]; then
+				# an fdatasync per member every C seconds at fio's own rate
+				SYNC=$(python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["jobs"][0]["write"]["bw_bytes"]
+print(max(1, int(b / int(sys.argv[3]) * float(sys.argv[2]) / int(sys.argv[4]))))' "$TMP/fio.json" "$C" "$N" "$CHUNK_B")
+				fio_run "$TMP/fios" --iodepth="$Q" --fdatasync="$SYNC"
+			fi
+			"$BIN/recfs" rm "$PACK" bench >/dev/null 2>&1
+			"${IN_CG[@]}" /usr/bin/time -f "%U %S" -o "$TMP/rec.time" "$BIN/recfs-record" -q -b "$BUF" -Q "$Q" -c "$C" \
+				-i gen:counter --size "$TOTAL" --stats-json "$TMP/rec.json" "$PACK" bench 2>"$TMP/rec.err" ||
+				{ cat "$TMP/rec.err" >&2; exit 1; }
+			python3 - "$TMP" "$Q" "$TOTAL" "$C" "$SYNC" >>"$RES" <<'PY'
 import json, sys
-d, q, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+d, q, total, c, sync = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 f = json.load(open(d + "/fio.json"))["jobs"][0]["write"]
 fio_bw = f["bw_bytes"]
+fios_bw = json.load(open(d + "/fios.json"))["jobs"][0]["write"]["bw_bytes"] if sync else fio_bw
 fio_cpu = sum(map(float, open(d + "/fio.time").read().split()[-2:]))
 r = json.load(open(d + "/rec.json"))
 rec_bw = r["rate_bytes_per_s"]
 rec_cpu = sum(map(float, open(d + "/rec.time").read().split()[-2:]))
 gb = total / 1e9
-print(q, fio_bw, rec_bw, fio_cpu / gb, rec_cpu / gb)
+print(q, c, fio_bw, fios_bw, rec_bw, fio_cpu / gb, rec_cpu / gb, r["commits"], r["commit_max_s"])
 PY
-		tail -1 "$RES" | awk '{printf "%5d %12.0f %12.0f %8.3f %12.3f %12.3f %8.3f\n", $1, $2/1e6, $3/1e6, $3/$2, $4, $5, ($4 > 0 ? $5/$4 : 0)}'
+			tail -1 "$RES" | awk '{printf "%5d %5s %10.0f %10.0f %10.0f %7.3f %7.3f %10.3f %10.3f %7.3f %8d %9.1f\n", $1, $2, $3/1e6, $4/1e6, $5/1e6, $5/$3, $5/$4, $6, $7, ($6 > 0 ? $7/$6 : 0), $8, $9 * 1e3}'
+		done
 	done
 done
-echo "median per depth (targets: throughput ratio >= 0.97, CPU ratio <= 1.25):"
+echo "median per depth and interval (targets: throughput >= 0.97 x fio, CPU <= 1.25 x fio):"
 python3 - "$RES" <<'PY'
 import sys, statistics as st
 rows = {}
 for line in open(sys.argv[1]):
-    q, a, b, c, d = line.split()
-    rows.setdefault(int(q), []).append((float(a), float(b), float(c), float(d)))
-for q in sorted(rows):
-    v = rows[q]
-    tr = st.median(b / a for a, b, c, d in v)
-    cr = st.median(d / c for a, b, c, d in v if c > 0)
-    print("depth %d: fio %.0f MB/s, recfs-record %.0f MB/s, throughput ratio %.3f %s; "
-          "CPU %.3f vs %.3f s/GB, ratio %.3f %s" % (
-        q, st.median(a for a, *_ in v) / 1e6, st.median(b for _, b, *_ in v) / 1e6, tr,
-        "PASS" if tr >= 0.97 else "below target",
-        st.median(c for *_, c, _ in v), st.median(d for *_, d in v), cr,
-        "PASS" if cr <= 1.25 else "above target"))
+    q, c, a, s, b, x, y = line.split()[:7]
+    rows.setdefault((int(q), float(c)), []).append((float(a), float(s), float(b), float(x), float(y)))
+for k in sorted(rows):
+    v = rows[k]
+    tr = [b / a for a, s, b, x, y in v]
+    sr = [b / s for a, s, b, x, y in v]
+    cr = [y / x for a, s, b, x, y in v if x > 0]
+    print("depth %d, -c %g: fio %.0f, fio+fdatasync %.0f, recfs-record %.0f MB/s; of fio %.3f (%.3f-%.3f) %s, "
+          "of fio+fdatasync %.3f; CPU ratio %.3f %s" % (
+        k[0], k[1], st.median(a for a, *_ in v) / 1e6, st.median(s for _, s, *_ in v) / 1e6,
+        st.median(b for _, _, b, *_ in v) / 1e6, st.median(tr), min(tr), max(tr),
+        "PASS" if st.median(tr) >= 0.97 else "below target", st.median(sr),
+        st.median(cr) if cr else 0, "PASS" if cr and st.median(cr) <= 1.25 else "above target"))
 PY

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The open pack: replicated metadata I/O, the bitmap, the directory in
  * memory (assembly is in assemble.c, mkfs in mkfs.c). */
+#include <pthread.h>
 #include <stdio.h>
 #include <uuid/uuid.h>
 
@@ -61,22 +62,64 @@ int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint
 	return ret;
 }
 
+struct flush_job {
+	struct recfs_dev *d;
+	int err;
+	char msg[256];
+};
+
+static void *flush_one(void *arg)
+{
+	struct flush_job *j = arg;
+	j->err = j->d->ops->flush(j->d);
+	if (j->err) /* the message is this thread's */
+		snprintf(j->msg, sizeof(j->msg), "%s", recfs_errmsg());
+	return NULL;
+}
+
+/* Every member at once: a flush costs what the slowest member's costs, not
+ * their sum.  Members on file descriptors (disks, files) get a thread each
+ * but the first; other backends (the fault-injecting one: a deterministic
+ * order of writes and flushes) are flushed one after another. */
 int recfs_flush_all(struct recfs_pack *p)
 {
+	struct flush_job job[RECFS_MAX_MEMBERS];
+	pthread_t th[RECFS_MAX_MEMBERS];
+	bool started[RECFS_MAX_MEMBERS] = {false};
+	unsigned n = 0;
+	bool par = true;
 	int ret = 0;
 
 	for (unsigned i = 0; i < p->g.members; i++) {
 		struct recfs_dev *d = p->m[i].dev;
 		if (!d || p->m[i].failed)
 			continue;
-		int err = d->ops->flush(d);
-		if (err) {
-			p->m[i].failed = true;
-			if (!ret)
-				ret = recfs_seterr(err, "member %u (%s): flush failed: %s", i, d->path,
-						   strerror(-err));
-			recfs_note_fail(p);
-		}
+		if (d->fd < 0)
+			par = false;
+		n++;
+	}
+	for (unsigned i = 0; i < p->g.members; i++) {
+		struct recfs_dev *d = p->m[i].dev;
+		job[i].d = d;
+		job[i].err = 0;
+		if (!d || p->m[i].failed)
+			continue;
+		/* the last live member is flushed in this thread */
+		if (par && --n > 0 && pthread_create(&th[i], NULL, flush_one, &job[i]) == 0)
+			started[i] = true;
+		else
+			flush_one(&job[i]);
+	}
+	for (unsigned i = 0; i < p->g.members; i++) {
+		if (started[i])
+			pthread_join(th[i], NULL);
+		if (!job[i].d || p->m[i].failed || !job[i].err)
+			continue;
+		p->m[i].failed = true;
+		if (!ret)
+			ret = recfs_seterr(job[i].err, "member %u (%s): flush failed: %s", i, job[i].d->path,
+					   strerror(-job[i].err));
+		recfs_note_fail(p);
 	}
 	return ret;
 }

@@ -6,7 +6,7 @@
 #include "internal.h"
 
 /* ------------------------------------------------------------ entry store */
-static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r);
+static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r, bool flush);
 
 /* Generations stop at 2^64-2: the one after is written as 3 into slot 1,
  * then as 2 into slot 0 (a cut between the two leaves the old newest). */
@@ -15,19 +15,20 @@ int recfs_entry_store(struct recfs_pack *p, struct recfs_rec *r)
 	int err;
 
 	if (r->seq < UINT64_MAX - 1)
-		return entry_store_one(p, r);
+		return entry_store_one(p, r, true);
 	r->seq = 3;
-	err = entry_store_one(p, r);
+	err = entry_store_one(p, r, true);
 	r->seq = 2;
 	if (!err)
-		err = entry_store_one(p, r);
+		err = entry_store_one(p, r, true);
 	r->seq = 3;
 	if (!err)
 		p->seq[r->index] = 3;
 	return err;
 }
 
-static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r)
+/* flush: the members after the write (the entry durable on return) */
+static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r, bool flush)
 {
 	uint64_t off = p->g.dir_off + ((uint64_t)r->index * 2 + (r->seq & 1)) * RECFS_ENTRY_SIZE;
 	uint64_t boff = off / RECFS_BLOCK * RECFS_BLOCK;
@@ -62,7 +63,7 @@ static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r)
 	recfs_free(blk);
 	if (!ok && !ret)
 		ret = recfs_none_writable(p);
-	if (!ret)
+	if (!ret && flush)
 		ret = recfs_flush_all(p);
 	if (!ret && r->seq > p->seq[r->index])
 		p->seq[r->index] = r->seq;
@@ -348,6 +349,45 @@ int recfs_rec_commit(struct recfs_pack *p, struct recfs_rec *r, const struct rec
 	return 0;
 }
 
+int recfs_rec_commit_stage(struct recfs_pack *p, struct recfs_rec *r, struct recfs_stage *st,
+			   const struct recfs_commit *c)
+{
+	int err;
+
+	if ((err = need_rw(p)))
+		return err;
+	if (r->state != RECFS_STATE_RECORDING)
+		return recfs_seterr(-EINVAL, "'%s' is not being recorded", r->name);
+	if (st->staged) {
+		/* its data and slots went out before the last flush */
+		struct recfs_rec n = st->next;
+		n.seq = p->seq[r->index] + 1;
+		if (n.seq < UINT64_MAX - 1)
+			err = entry_store_one(p, &n, false);
+		else
+			err = recfs_entry_store(p, &n); /* two slots: flushed */
+		if (err)
+			return err;
+		*r = n;
+		if (p->ent[r->index])
+			*p->ent[r->index] = n;
+		st->staged = false;
+	}
+	if (c && c->len > r->committed_len) {
+		err = commit_entry(p, r, c, &st->next);
+		if (err)
+			return err;
+		st->staged = true;
+	}
+	return 0;
+}
+
+int recfs_pack_flush(struct recfs_pack *p)
+{
+	int err = need_rw(p);
+	return err ? err : recfs_flush_all(p);
+}
+
 int recfs_rec_seal(struct recfs_pack *p, struct recfs_rec *r, const struct recfs_commit *c)
 {
 	struct recfs_rec n;
@@ -588,9 +628,17 @@ struct recfs_appender {
 	uint8_t *chunk;      /* the chunk being filled */
 	size_t fill;         /* bytes in it */
 	uint64_t written;    /* bytes handed to us, from the recording's start */
-	uint64_t *csums;     /* chunks [r->committed_len/cs, ...) */
+	uint64_t *csums;     /* chunks [cbase/cs, ...) */
 	size_t ncsums, cap;
+	uint64_t cbase;      /* the length whose slots are written */
+	bool pipe;           /* commits through recfs_rec_commit_stage */
+	struct recfs_stage st;
 };
+
+void recfs_appender_pipeline(struct recfs_appender *a, bool on)
+{
+	a->pipe = on;
+}
 
 int recfs_appender_new(struct recfs_pack *p, struct recfs_rec *r, struct recfs_appender **out)
 {
@@ -607,6 +655,7 @@ int recfs_appender_new(struct recfs_pack *p, struct recfs_rec *r, struct recfs_a
 	a->p = p;
 	a->r = r;
 	a->written = r->committed_len;
+	a->cbase = r->committed_len;
 	a->fill = (size_t)(r->committed_len % cs);
 	if (a->fill) {
 		ssize_t got = recfs_rec_pread(p, r, a->chunk, a->fill, r->committed_len - a->fill, 0);
@@ -621,7 +670,7 @@ int recfs_appender_new(struct recfs_pack *p, struct recfs_rec *r, struct recfs_a
 
 static int csum_put(struct recfs_appender *a, uint64_t c, uint64_t v)
 {
-	const uint64_t base = a->r->committed_len / a->p->g.chunk_size;
+	const uint64_t base = a->cbase / a->p->g.chunk_size;
 	if (c < base)
 		return recfs_seterr(-EINVAL, "appender: chunk %llu is already committed",
 				    (unsigned long long)c);
@@ -705,18 +754,22 @@ int recfs_append_sync(struct recfs_appender *a)
 
 	if (a->err)
 		return a->err;
-	if (a->written == a->r->committed_len)
+	if (a->written == a->cbase && !a->st.staged)
 		return 0;
-	if (a->fill) {
+	if (a->fill && a->written > a->cbase) {
 		err = write_chunk(a);
 		if (err)
 			return a->err = err;
 	}
 	c.len = a->written;
 	c.csums = a->csums;
-	err = recfs_rec_commit(a->p, a->r, &c);
+	if (!a->pipe)
+		err = recfs_rec_commit(a->p, a->r, &c);
+	else if (!(err = recfs_rec_commit_stage(a->p, a->r, &a->st, a->written > a->cbase ? &c : NULL)))
+		err = recfs_pack_flush(a->p);
 	if (err)
 		return a->err = err;
+	a->cbase = a->written;
 	/* keep only a partial last chunk's entry */
 	a->ncsums = 0;
 	if (a->fill)
@@ -725,8 +778,31 @@ int recfs_append_sync(struct recfs_appender *a)
 	return 0;
 }
 
+/* pipelined, as the recorders seal: the staged entry goes out unflushed,
+ * then the seal commits what was appended since the last sync (its slots
+ * beside that entry; the seal's first flush makes all three durable) */
+static int append_seal_pipe(struct recfs_appender *a)
+{
+	struct recfs_commit c = {0};
+	int err = 0;
+
+	if (a->err)
+		return a->err;
+	if (a->fill && a->written > a->cbase)
+		err = write_chunk(a);
+	if (!err && a->st.staged)
+		err = recfs_rec_commit_stage(a->p, a->r, &a->st, NULL);
+	if (err)
+		return a->err = err;
+	c.len = a->written;
+	c.csums = a->csums;
+	return recfs_rec_seal(a->p, a->r, a->written > a->r->committed_len ? &c : NULL);
+}
+
 int recfs_append_seal(struct recfs_appender *a)
 {
+	if (a->pipe)
+		return append_seal_pipe(a);
 	int err = recfs_append_sync(a);
 
 	if (!err)

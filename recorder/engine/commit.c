@@ -71,10 +71,60 @@ static void cm_loss(struct rr *r, uint64_t len, struct recfs_loss *out)
 	out->gap_count = k;
 }
 
-/* Commit (or seal) the recording at len bytes. */
+void rr_gflush_init(struct rr_gflush *g)
+{
+	memset(g, 0, sizeof(*g));
+	pthread_mutex_init(&g->m, NULL);
+	pthread_cond_init(&g->c, NULL);
+}
+
+void rr_gflush_enter(struct rr_gflush *g)
+{
+	pthread_mutex_lock(&g->m);
+	g->staging++;
+	pthread_mutex_unlock(&g->m);
+}
+
+int rr_gflush(struct rr_gflush *g, struct recfs_pack *p, bool flush)
+{
+	pthread_mutex_lock(&g->m);
+	if (--g->staging == 0)
+		pthread_cond_broadcast(&g->c); /* a waiting leader may start */
+	uint64_t need = g->started + 1; /* one that starts after this call */
+	while (flush && g->done < need) {
+		/* while another committer stages, wait: its writes join this
+		 * flush (committers wake together, so one flush serves all) */
+		if (g->running || g->staging) {
+			pthread_cond_wait(&g->c, &g->m);
+			continue;
+		}
+		g->running = true;
+		uint64_t mine = ++g->started;
+		pthread_mutex_unlock(&g->m);
+		/* without the pack lock: the other committers stage meanwhile
+		 * (their writes wait for the next flush) */
+		int err = recfs_pack_flush(p);
+		pthread_mutex_lock(&g->m);
+		g->running = false;
+		g->done = mine;
+		g->err = err;
+		g->flushes++;
+		pthread_cond_broadcast(&g->c);
+	}
+	int err = flush ? g->err : 0;
+	pthread_mutex_unlock(&g->m);
+	return err;
+}
+
+/* Commit (or seal) the recording at len bytes.  A commit is pipelined
+ * (recfs_rec_commit_stage): it writes the entry the last one staged and
+ * the slots of chunks up to len, then one flush for the pack; r->rec is
+ * then the durable entry, one commit behind the durable data.  A seal
+ * first writes the staged entry, then seals as recfs_rec_seal does. */
 int cm_commit(struct rr *r, uint64_t len, bool seal)
 {
-	uint64_t from = r->rec.committed_len / r->chunk;
+	uint64_t have = r->stage.staged ? r->stage.next.committed_len : r->rec.committed_len;
+	uint64_t from = have / r->chunk;
 	uint64_t to = (len + r->chunk - 1) / r->chunk;
 	struct recfs_loss loss;
 	struct recfs_commit c = { .len = len, .loss = &loss };
@@ -84,7 +134,7 @@ int cm_commit(struct rr *r, uint64_t len, bool seal)
 	uint64_t *cs = NULL;
 	int err;
 
-	if (len > r->rec.committed_len) {
+	if (len > have) {
 		/* only new bytes take checksums: a seal at the committed length
 		 * keeps the ones stored (the partial chunk's is in the entry) */
 		cs = cm_csums(r, from, to, len);
@@ -94,13 +144,29 @@ int cm_commit(struct rr *r, uint64_t len, bool seal)
 	c.csums = cs;
 	cm_loss(r, len, &loss);
 	uint64_t t0 = rr_mono_ns();
+	if (!seal)
+		rr_gflush_enter(r->gflush);
 	pthread_mutex_lock(r->pack_lock);
-	err = seal ? recfs_rec_seal(r->p, &r->rec, &c) : recfs_rec_commit(r->p, &r->rec, &c);
+	err = recfs_rec_commit_stage(r->p, &r->rec, &r->stage, seal ? NULL : &c);
 	pthread_mutex_unlock(r->pack_lock);
+	if (!seal) {
+		int ferr = rr_gflush(r->gflush, r->p, !err);
+		if (!err && !(err = ferr))
+			r->durable_len = r->rec.committed_len;
+	}
+	if (!err && seal) { /* its first flush makes the staged entry durable */
+		pthread_mutex_lock(r->pack_lock);
+		if (len < r->rec.committed_len) /* the staged length: durable */
+			c.len = r->rec.committed_len;
+		err = recfs_rec_seal(r->p, &r->rec, &c);
+		pthread_mutex_unlock(r->pack_lock);
+	}
 	uint64_t dt = rr_mono_ns() - t0;
 	free(cs);
 	if (err)
 		return err;
+	if (seal)
+		r->durable_len = r->rec.committed_len;
 	r->commits++;
 	if (dt > r->commit_max_ns)
 		r->commit_max_ns = dt;
@@ -146,15 +212,20 @@ void *cm_main(void *arg)
 {
 	struct rr *r = arg;
 	uint64_t tick = r->commit_ns < 500000000ull ? r->commit_ns : 500000000ull;
-	uint64_t next_commit = rr_mono_ns() + r->commit_ns;
+	/* on whole multiples of the interval: every committer of the pack
+	 * commits at the same moment and they share one flush */
+	uint64_t next_commit = (rr_mono_ns() / r->commit_ns + 1) * r->commit_ns;
 	uint64_t prev_chunks = 0; /* done_chunks at the last commit */
 	uint64_t prev_seg = 0;    /* the segment prev_chunks counts in */
 
 	pthread_mutex_lock(&r->cm_lock);
 	while (!r->cm_quit) {
 		struct timespec ts;
+		uint64_t now0 = rr_mono_ns(), wait = tick;
+		if (next_commit > now0 && next_commit - now0 < wait)
+			wait = next_commit - now0;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + tick;
+		uint64_t ns = (uint64_t)ts.tv_nsec + wait;
 		ts.tv_sec += (time_t)(ns / 1000000000ull);
 		ts.tv_nsec = (long)(ns % 1000000000ull);
 		pthread_cond_timedwait(&r->cm_cond, &r->cm_lock, &ts);
@@ -200,7 +271,7 @@ void *cm_main(void *arg)
 					rr_set_stop(r, RR_STOP_IOERR);
 				}
 			}
-			next_commit = now + r->commit_ns;
+			next_commit = (rr_mono_ns() / r->commit_ns + 1) * r->commit_ns;
 		}
 		pthread_mutex_unlock(&r->seg_lock);
 		rr_progress(r, false);

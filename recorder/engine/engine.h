@@ -212,6 +212,11 @@ struct rr {
 	_Atomic bool tail_ready;         /* writer: a new tail_len to commit */
 
 	/* committer */
+	struct rr_gflush *gflush;        /* shared by the pack's committers */
+	struct recfs_stage stage;        /* the entry the next commit writes */
+	uint64_t durable_len;            /* the entry last flushed: what a cut
+					  * leaves at least (rec may be ahead,
+					  * written and not yet flushed) */
 	pthread_mutex_t cm_lock;
 	pthread_cond_t cm_cond;
 	bool cm_quit;
@@ -222,6 +227,31 @@ struct rr {
 
 	uint64_t t_start, t_first, t_end;
 };
+
+/*
+ * One flush for every recording of a pack (group commit): each committer
+ * announces itself (rr_gflush_enter), stages its entry and slots
+ * (recfs_rec_commit_stage), then asks for a flush that starts after that
+ * and after every committer then staging is done; while one runs, later
+ * callers wait and the next one covers them all.  Committers wake on the same clock (whole
+ * multiples of the interval), so the streams of a scan share each flush.
+ * recfsd shares one between its inputs; recfs-record has its own.
+ */
+struct rr_gflush {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	bool running;
+	unsigned staging;         /* committers between enter and rr_gflush */
+	uint64_t started, done;   /* flushes started and finished */
+	int err;                  /* the last flush's */
+	uint64_t flushes;         /* for the report */
+};
+void rr_gflush_init(struct rr_gflush *g);
+/* a committer is about to stage: the next flush waits for it */
+void rr_gflush_enter(struct rr_gflush *g);
+/* staged (flush false: staging failed, only leave): wait for a flush that
+ * starts after every committer now staging is done */
+int rr_gflush(struct rr_gflush *g, struct recfs_pack *p, bool flush);
 
 /* the engine's: a front end's signal handler may set it, and the receiver
  * stops on it (recfsd stops its inputs itself and leaves it 0) */

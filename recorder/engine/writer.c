@@ -490,6 +490,8 @@ static void wr_seg_begin(struct rr *r, uint64_t n, struct rr_seg *s)
 	r->t_first = 0;
 	r->cm_err = 0;
 	r->cm_msg[0] = 0;
+	memset(&r->stage, 0, sizeof(r->stage));
+	r->durable_len = 0;
 	atomic_store(&r->done_bytes, 0);
 	atomic_store(&r->done_chunks, 0);
 	atomic_store(&r->tail_req, false);

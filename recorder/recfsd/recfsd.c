@@ -573,6 +573,7 @@ int main(int argc, char **argv)
 
 	/* the pack: the exclusive writer lock is held for the daemon's life */
 	pthread_mutex_init(&d->pack_lock, NULL);
+	rr_gflush_init(&d->gflush);
 	pthread_mutex_init(&d->lock, NULL);
 	int err = recfs_pack_open(d->pack_spec, RECFS_O_RDWR, &d->p);
 	if (err) {
@@ -641,6 +642,7 @@ int main(int argc, char **argv)
 			r->g = g;
 			r->chunk = g->chunk_size;
 			r->pack_lock = &d->pack_lock;
+			r->gflush = &d->gflush;
 			r->pack_spec = d->pack_spec;
 			rr_defaults(r, &eo);
 			r->progress = 0;

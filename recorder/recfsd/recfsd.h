@@ -46,6 +46,7 @@ struct rd {
 	struct recfs_pack *p;
 	const char *pack_spec;
 	pthread_mutex_t pack_lock;      /* library calls on p */
+	struct rr_gflush gflush;        /* every input's commits share each flush */
 	unsigned share_left[RR_SEGQ];   /* streams of a queued scan yet to create (engine.h) */
 	unsigned nin, nst;
 	struct rd_input in[RD_MAX_INPUTS];

@@ -289,6 +289,9 @@ static int start(struct rr *r, pthread_t *rcv, pthread_t *cm)
 	}
 	pthread_mutex_init(&pack_lock, NULL);
 	r->pack_lock = &pack_lock;
+	static struct rr_gflush gflush;
+	rr_gflush_init(&gflush);
+	r->gflush = &gflush;
 	/* one segment: the whole stream is the recording */
 	rr_seg_post(r, r->name, r->size_limit, 0, 0, NULL);
 
@@ -377,7 +380,7 @@ static int seal_report(struct rr *r, int64_t len)
 		snprintf(msg, sizeof(msg),
 			 "%s; '%s' may not be sealed: its last %llu committed bytes are durable"
 			 " (fsck.recfs -y recovers it)",
-			 recfs_errmsg(), r->name, (unsigned long long)r->rec.committed_len);
+			 recfs_errmsg(), r->name, (unsigned long long)r->durable_len);
 		status = RR_EXIT_IO;
 	} else {
 		status = why == RR_STOP_FULL ? RR_EXIT_FULL

@@ -80,8 +80,16 @@ struct tacked {
 	bool create_started[TREC_MAX], created[TREC_MAX], sealed[TREC_MAX];
 	bool deleted[TREC_MAX], delete_started[TREC_MAX];
 	uint64_t synced[TREC_MAX];   /* last acknowledged committed length */
+	uint64_t durable[TREC_MAX];  /* what fsck must recover: synced (with
+				      * tpipe too: a sync may rewrite the slot
+				      * of the chunk the last one ended in,
+				      * and only the entry vouches for it) */
 	uint64_t appended[TREC_MAX]; /* bytes handed to the appender */
 };
+
+/* tput commits as a recorder does (recfs_appender_pipeline): a sync
+ * acknowledges its data, and the entry of the sync before it */
+static bool tpipe;
 
 /* Create recording k as `name` (size hint `hint`), append stream k up to
  * len syncing every `step` bytes, seal if asked; record what succeeded. */
@@ -98,12 +106,18 @@ static inline int tput(struct recfs_pack *p, unsigned k, const char *name, uint6
 	ack->created[k] = true;
 	if ((err = recfs_appender_new(p, &r, &a)))
 		return err;
+	recfs_appender_pipeline(a, tpipe);
 	for (uint64_t off = 0; off < len;) {
 		uint64_t to = off + step < len ? off + step : len;
 		ack->appended[k] = to;
-		if ((err = tappend(a, k, off, to)) || (err = recfs_append_sync(a)))
+		if ((err = tappend(a, k, off, to)))
 			goto out;
-		ack->synced[k] = to;
+		if (tpipe && seal && to == len)
+			break; /* the recorders seal with their last bytes unsynced */
+		if ((err = recfs_append_sync(a)))
+			goto out;
+		ack->synced[k] = tpipe ? r.committed_len : to;
+		ack->durable[k] = ack->synced[k];
 		off = to;
 	}
 	if (seal && !(err = recfs_append_seal(a)))

@@ -124,6 +124,20 @@ static void test_cut_torn3(void **s) { (void)s; run_cuts(3, 0); }
 static void test_cut_volatile(void **s) { (void)s; run_cuts(0, RECFS_FAULT_VOLATILE); }
 static void test_cut_volatile_torn(void **s) { (void)s; run_cuts(5, RECFS_FAULT_VOLATILE); }
 
+/* the same session committed as the recorder commits (one flush per
+ * sync, each sync writing the entry the last one staged): a sync's entry
+ * is acknowledged one sync later */
+static void run_cuts_pipe(unsigned torn, unsigned flags)
+{
+	tpipe = true;
+	run_cuts(torn, flags);
+	tpipe = false;
+}
+static void test_pipe_clean(void **s) { (void)s; run_cuts_pipe(0, 0); }
+static void test_pipe_torn(void **s) { (void)s; run_cuts_pipe(1, 0); }
+static void test_pipe_volatile(void **s) { (void)s; run_cuts_pipe(0, RECFS_FAULT_VOLATILE); }
+static void test_pipe_volatile_torn(void **s) { (void)s; run_cuts_pipe(5, RECFS_FAULT_VOLATILE); }
+
 /* a write error on one member: the pack goes on with the other replicas,
  * the error is reported naming the member */
 static void test_fail_write(void **state)
@@ -148,6 +162,8 @@ int main(void)
 		cmocka_unit_test(test_cut_clean),    cmocka_unit_test(test_cut_torn),
 		cmocka_unit_test(test_cut_torn3),    cmocka_unit_test(test_cut_volatile),
 		cmocka_unit_test(test_cut_volatile_torn), cmocka_unit_test(test_fail_write),
+		cmocka_unit_test(test_pipe_clean),   cmocka_unit_test(test_pipe_torn),
+		cmocka_unit_test(test_pipe_volatile), cmocka_unit_test(test_pipe_volatile_torn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -244,10 +244,10 @@ static void verify_fsck(struct recfs_fault *f, const struct tacked *ack, const c
 		if (ack->sealed[k] && r.committed_len != lens[k])
 			fail_msg("%s: %s sealed at %llu, now %llu", what, names[k],
 				 (unsigned long long)lens[k], (unsigned long long)r.committed_len);
-		if (r.committed_len < ack->synced[k] || r.committed_len > ack->appended[k])
+		if (r.committed_len < ack->durable[k] || r.committed_len > ack->appended[k])
 			fail_msg("%s: %s holds %llu bytes after fsck, outside synced %llu..written %llu",
 				 what, names[k], (unsigned long long)r.committed_len,
-				 (unsigned long long)ack->synced[k],
+				 (unsigned long long)ack->durable[k],
 				 (unsigned long long)ack->appended[k]);
 		if (tcheck(p, &r, k, r.committed_len))
 			fail_msg("%s: %s differs within its %llu bytes after fsck: %s", what, names[k],
@@ -583,6 +583,23 @@ static void test_backend(void **s)
 static void test_random_prefix(void **s) { (void)s; run_random(false, 2000 / SCALE); }
 static void test_random_any(void **s) { (void)s; run_random(true, 500 / SCALE); }
 
+/* the session committed as the recorder commits (recfs_appender_pipeline:
+ * each sync writes the entry the last one staged, then one flush): every
+ * subset at every flush, and any-sector tears */
+static void test_subsets_pipe(void **s)
+{
+	tpipe = true;
+	test_subsets(s);
+	tpipe = false;
+}
+static void test_random_any_pipe(void **s)
+{
+	(void)s;
+	tpipe = true;
+	run_random(true, 500 / SCALE);
+	tpipe = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -590,6 +607,8 @@ int main(void)
 		cmocka_unit_test(test_subsets),
 		cmocka_unit_test(test_random_prefix),
 		cmocka_unit_test(test_random_any),
+		cmocka_unit_test(test_subsets_pipe),
+		cmocka_unit_test(test_random_any_pipe),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

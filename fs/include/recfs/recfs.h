@@ -252,6 +252,28 @@ struct recfs_commit {
 	const struct recfs_loss *loss; /* NULL: unchanged */
 };
 int recfs_rec_commit(struct recfs_pack *p, struct recfs_rec *r, const struct recfs_commit *c);
+/*
+ * The pipelined commit, for recorders: one flush per commit interval, not
+ * two, and one flush for every recording of the pack (group commit).  Per
+ * interval, for each recording, recfs_rec_commit_stage writes the entry
+ * staged by its last call (its data and slots went out before the last
+ * flush, so it never points past durable data) and the slots of c (NULL or
+ * nothing new: none), and stages c's entry in *st; nothing is flushed.
+ * Then one recfs_pack_flush.  After that flush: data and slots up to the
+ * staged length are durable (fsck finds that end from the slots), and the
+ * entry written by this call, r->committed_len, is durable: a commit's
+ * entry is durable one interval after its data.  A last call with c NULL
+ * and a flush makes the staged length the entry's; recfs_rec_seal after it
+ * seals.  st starts zeroed.
+ */
+struct recfs_stage {
+	bool staged;
+	struct recfs_rec next;  /* the entry to write at the next call */
+};
+int recfs_rec_commit_stage(struct recfs_pack *p, struct recfs_rec *r, struct recfs_stage *st,
+			   const struct recfs_commit *c);
+/* Flush every member at once (durable when it returns 0). */
+int recfs_pack_flush(struct recfs_pack *p);
 /* Commit (c may be NULL), mark SEALED, return the unused whole rows. */
 int recfs_rec_seal(struct recfs_pack *p, struct recfs_rec *r, const struct recfs_commit *c);
 
@@ -266,6 +288,9 @@ int recfs_appender_new(struct recfs_pack *p, struct recfs_rec *r, struct recfs_a
 int recfs_append(struct recfs_appender *a, const void *buf, size_t len);
 int recfs_append_sync(struct recfs_appender *a);  /* commit everything appended */
 int recfs_append_seal(struct recfs_appender *a);  /* sync, seal */
+/* Commit as a recorder does (recfs_rec_commit_stage, then one flush): a
+ * sync's entry is durable at the next sync, its data at once. */
+void recfs_appender_pipeline(struct recfs_appender *a, bool on);
 void recfs_appender_free(struct recfs_appender *a);
 
 /* Checksums.  chunk is the index within the recording (0 = first). */
