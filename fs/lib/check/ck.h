@@ -148,10 +148,8 @@ void ck_rows_used(struct ck *c);
 
 void ck_out(struct ck *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define F(x) if (a->x != b->x) return #x
 #define FOR_MEMBERS(c, i, m)                                         \
 	for (unsigned i = 0; i < (c)->sb.member_count; i++)          \
 		if ((c)->at[i] >= 0 && ((m) = &(c)->a[(c)->at[i]], 1))
-#define ROW_IN(j) (recfs_bit_test(a, j) == av && (!b || recfs_bit_test(b, j) == bv))
 
 #endif

@@ -159,6 +159,7 @@ static void overlaps(struct ck *c, uint32_t *ord, uint32_t n)
 static bool row_run(const uint8_t *a, bool av, const uint8_t *b, bool bv, uint64_t *k,
 		    uint64_t end, uint64_t *lo, uint64_t *hi)
 {
+#define ROW_IN(j) (recfs_bit_test(a, j) == av && (!b || recfs_bit_test(b, j) == bv))
 	while (*k < end && !ROW_IN(*k))
 		(*k)++;
 	if (*k >= end)

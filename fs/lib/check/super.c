@@ -30,34 +30,6 @@ static bool vouched(struct ck *c, struct ck_member *m)
 	return yes;
 }
 
-static const char *sb_diff(const struct recfs_super *a, const struct recfs_super *b)
-{
-	F(version);
-	F(compat);
-	F(incompat);
-	if (memcmp(a->pack_uuid, b->pack_uuid, 16))
-		return "pack_uuid";
-	F(member_count);
-	F(chunk_size);
-	F(dir_capacity);
-	F(member_size);
-	F(rows);
-	F(created_ns);
-	F(bitmap_off);
-	F(bitmap_copy_size);
-	F(dir_off);
-	F(csum_off);
-	F(csum_size);
-	F(data_off);
-	F(backup_off);
-#undef F
-	if (strcmp(a->label, b->label))
-		return "label";
-	if (memcmp(a->member_uuids, b->member_uuids, sizeof(a->member_uuids)))
-		return "member_uuids";
-	return NULL;
-}
-
 static int read_super(struct ck_member *m, int k, uint64_t off)
 {
 	uint8_t *blk = recfs_alloc(RECFS_BLOCK);
@@ -186,7 +158,7 @@ int ck_pass1(struct ck *c)
 				unsigned cp = 0;
 				for (int l = 0; l < 2; l++)
 					cp += !c->a[j].ignored && !c->a[j].err[l] &&
-					      !sb_diff(&c->a[i].sb[k], &c->a[j].sb[l]);
+					      !recfs_super_diff(&c->a[i].sb[k], &c->a[j].sb[l]);
 				v += (cp ? 1000 : 0) + cp;
 			}
 			if (i < RECFS_MAX_MEMBERS * 2)
@@ -206,7 +178,7 @@ int ck_pass1(struct ck *c)
 			const char *f;
 			if (c->a[i].ignored || c->a[i].err[k] || votes[i][k] != bestv)
 				continue;
-			f = sb_diff(&c->a[best].sb[bestk], &c->a[i].sb[k]);
+			f = recfs_super_diff(&c->a[best].sb[bestk], &c->a[i].sb[k]);
 			/* another pack's member is foreign, never written; but as
 			 * many votes for another pack leave which pack is meant
 			 * unknown (FORMAT.md 3): nothing is written either */
@@ -244,7 +216,7 @@ int ck_pass1(struct ck *c)
 		for (int k = 0; k < 2; k++) {
 			if (m->err[k])
 				continue;
-			m->field[k] = sb_diff(&m->sb[k], &c->sb);
+			m->field[k] = recfs_super_diff(&m->sb[k], &c->sb);
 			m->good[k] = !m->field[k];
 			if (m->field[k] && memcmp(m->sb[k].pack_uuid, c->sb.pack_uuid, 16))
 				foreign = true;
