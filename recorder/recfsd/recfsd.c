@@ -485,7 +485,18 @@ static void rd_on_signal(int sig)
 	rd_stop_sig = sig;
 }
 
-int main(int argc, char **argv)
+/* What main carries from the command line to the steps after it. */
+struct rd_args {
+	const char *listen_spec, *metrics_spec, *cpus;
+	int ready_fd;
+	struct rr_opts eo;
+	struct sockaddr_storage ctl_addr, mx_addr;
+	socklen_t ctl_len, mx_len;
+};
+
+/* The command line into d and a, checked as far as it can be before the
+ * pack is opened: 0 go on, 1 done (--help, --version), -1 refused (said). */
+static int rd_parse_args(int argc, char **argv, struct rd *d, struct rd_args *a)
 {
 	static const struct option lo[] = {
 		{ "input", required_argument, NULL, 'i' },
@@ -499,78 +510,79 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	static struct rd rd_state;
-	struct rd *d = &rd_state;
-	const char *listen_spec = "127.0.0.1:2620", *metrics_spec = NULL, *cpus = NULL;
-	struct rr_opts eo;
 	uint64_t v;
-	int ready_fd = -1, c, status = 1;
+	int c;
 
-	rr_opts_default(&eo);
-
+	a->listen_spec = "127.0.0.1:2620";
+	a->ready_fd = -1;
+	rr_opts_default(&a->eo);
 	while ((c = getopt_long(argc, argv, "i:l:m:hV" RR_ENGINE_SHORTOPTS, lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			if (rd_add_input(d, optarg))
-				return 1;
+				return -1;
 			break;
-		case 2: cpus = optarg; break;
-		case 'l': listen_spec = optarg; break;
-		case 'm': metrics_spec = optarg; break;
+		case 2: a->cpus = optarg; break;
+		case 'l': a->listen_spec = optarg; break;
+		case 'm': a->metrics_spec = optarg; break;
 		case 3:
 			if (rd_num("--ready-fd", optarg, &v, false, 0, INT_MAX))
-				return 1;
-			ready_fd = (int)v;
+				return -1;
+			a->ready_fd = (int)v;
 			break;
 		case 5:
 			if (rd_parse_split(d, optarg))
-				return 1;
+				return -1;
 			break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
+		case 'h': usage(stdout); return 1;
+		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 1;
 		default:
-			switch (rr_opt_parse(&eo, c, optarg)) {
+			switch (rr_opt_parse(&a->eo, c, optarg)) {
 			case 1: break;
-			case 0: usage(stderr); return 1;
-			default: return fprintf(stderr, PROG ": %s\n", recfs_errmsg()), 1;
+			case 0: usage(stderr); return -1;
+			default: fprintf(stderr, PROG ": %s\n", recfs_errmsg()); return -1;
 			}
 		}
 	}
-	d->fmt_vdif = eo.fmt_vdif;
+	d->fmt_vdif = a->eo.fmt_vdif;
 	if (argc - optind != 1) {
 		fprintf(stderr, PROG ": expected PACK (see --help)\n");
-		return 1;
+		return -1;
 	}
 	d->pack_spec = argv[optind];
 	if (d->nin == 0 && rd_add_input(d, "udp:50000"))
-		return 1;
-	if (cpus && rd_parse_cpus(d, cpus))
-		return 1;
+		return -1;
+	if (a->cpus && rd_parse_cpus(d, a->cpus))
+		return -1;
 	if (d->nsplit && !d->fmt_vdif) {
 		fprintf(stderr, PROG ": --split vdif-thread needs --format vdif\n");
-		return 1;
+		return -1;
 	}
-	struct sockaddr_storage ctl_addr, mx_addr;
-	socklen_t ctl_len, mx_len = 0;
-	if (rr_parse_udp(listen_spec, false, &ctl_addr, &ctl_len)) {
-		fprintf(stderr, PROG ": --listen '%s': not [ADDR:]PORT\n", listen_spec);
-		return 1;
+	if (rr_parse_udp(a->listen_spec, false, &a->ctl_addr, &a->ctl_len)) {
+		fprintf(stderr, PROG ": --listen '%s': not [ADDR:]PORT\n", a->listen_spec);
+		return -1;
 	}
-	if (metrics_spec && rr_parse_udp(metrics_spec, false, &mx_addr, &mx_len)) {
-		fprintf(stderr, PROG ": --metrics '%s': not [ADDR:]PORT\n", metrics_spec);
-		return 1;
+	if (a->metrics_spec && rr_parse_udp(a->metrics_spec, false, &a->mx_addr, &a->mx_len)) {
+		fprintf(stderr, PROG ": --metrics '%s': not [ADDR:]PORT\n", a->metrics_spec);
+		return -1;
 	}
-	if (ready_fd >= 0 && fcntl(ready_fd, F_GETFD) < 0) {
-		fprintf(stderr, PROG ": --ready-fd %d: not an open descriptor\n", ready_fd);
-		return 1;
+	if (a->ready_fd >= 0 && fcntl(a->ready_fd, F_GETFD) < 0) {
+		fprintf(stderr, PROG ": --ready-fd %d: not an open descriptor\n", a->ready_fd);
+		return -1;
 	}
 	/* the ready line (stdout) and READY=1 must not land on a member */
-	if ((ready_fd >= 0 && recfs_spec_check_output(d->pack_spec, "--ready-fd", "(descriptor)", ready_fd)) ||
+	if ((a->ready_fd >= 0 && recfs_spec_check_output(d->pack_spec, "--ready-fd", "(descriptor)", a->ready_fd)) ||
 	    recfs_spec_check_output(d->pack_spec, "standard output", "(redirected)", 1)) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-		return 1;
+		return -1;
 	}
+	return 0;
+}
 
+/* The pack, locked for the daemon's life, its members all there, and the
+ * scans a crash left unsealed recovered: 0, or -1 (said; closed again). */
+static int rd_open_pack(struct rd *d)
+{
 	/* the pack: the exclusive writer lock is held for the daemon's life */
 	pthread_mutex_init(&d->pack_lock, NULL);
 	rr_gflush_init(&d->gflush);
@@ -578,7 +590,7 @@ int main(int argc, char **argv)
 	int err = recfs_pack_open(d->pack_spec, RECFS_O_RDWR, &d->p);
 	if (err) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-		return 1;
+		return -1;
 	}
 	const struct recfs_geom *g = recfs_pack_geom(d->p);
 	for (unsigned i = 0; i < g->members; i++) {
@@ -586,7 +598,7 @@ int main(int argc, char **argv)
 		if (!dv || dv->fd < 0) {
 			fprintf(stderr, PROG ": %s: member %u is %s\n", d->pack_spec, i,
 				dv ? "not a file or block device" : "missing");
-			goto out_close_pack;
+			goto out_close;
 		}
 	}
 
@@ -595,7 +607,7 @@ int main(int argc, char **argv)
 	struct recfs_check_stats cst;
 	if (recfs_pack_recover(d->p, rd_recover_line, NULL, &cst)) {
 		fprintf(stderr, PROG ": %s: %s\n", d->pack_spec, recfs_errmsg());
-		goto out_close_pack;
+		goto out_close;
 	}
 	if (cst.recovered)
 		fprintf(stderr, PROG ": recovered %u crashed recording%s (%llu bytes, %llu lost)\n", cst.recovered,
@@ -604,14 +616,25 @@ int main(int argc, char **argv)
 	if (cst.unfixed)
 		fprintf(stderr, PROG ": %u problem%s left that fsck.recfs -p does not repair: see fsck.recfs -n\n",
 			cst.unfixed, cst.unfixed == 1 ? "" : "s");
+	return 0;
+out_close:
+	recfs_pack_close(d->p);
+	d->p = NULL;
+	return -1;
+}
 
-	/* each stream: its engine, its ring (locked now: it takes time); each
-	 * input its socket, bound; nothing is received before all are ready */
+/* Each stream: its engine, its ring (locked now: it takes time); each input
+ * its socket, bound; nothing is received before all are ready.  0, or -1
+ * (said; rd_streams_free frees what was made). */
+static int rd_streams_setup(struct rd *d, const struct rd_args *a)
+{
+	const struct recfs_geom *g = recfs_pack_geom(d->p);
+
 	unsigned lanes = d->nsplit ? d->nsplit : 1;
 	if (d->nin * lanes > RD_MAX_STREAMS) {
 		fprintf(stderr, PROG ": %u inputs of %u streams each: at most %u streams\n", d->nin, lanes,
 			RD_MAX_STREAMS);
-		goto out_close_pack;
+		return -1;
 	}
 	for (unsigned i = 0; i < d->nin; i++) {
 		struct rd_input *in = &d->in[i];
@@ -622,7 +645,7 @@ int main(int argc, char **argv)
 			struct rr *r = calloc(1, sizeof(*r));
 			if (!r) {
 				fprintf(stderr, PROG ": out of memory\n");
-				goto out_inputs;
+				return -1;
 			}
 			st->r = r;
 			st->input = i;
@@ -644,11 +667,11 @@ int main(int argc, char **argv)
 			r->pack_lock = &d->pack_lock;
 			r->gflush = &d->gflush;
 			r->pack_spec = d->pack_spec;
-			rr_defaults(r, &eo);
+			rr_defaults(r, &a->eo);
 			r->progress = 0;
 			r->quiet = true;
-			if (eo.buffer) {
-				r->buffer = eo.buffer / lanes;
+			if (a->eo.buffer) {
+				r->buffer = a->eo.buffer / lanes;
 			} else {
 				/* an eighth of what the machine has free, over the streams */
 				r->buffer = rr_mem_available() / 8 / (d->nin * lanes);
@@ -662,7 +685,7 @@ int main(int argc, char **argv)
 			if (rr_parse_input(r, in->spec) || rr_ring_alloc(r) || rr_engine_init(r) ||
 			    (l == 0 && rr_open_input(r))) {
 				fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-				goto out_inputs;
+				return -1;
 			}
 			in->split.lane[l] = r;
 			in->split.thread[l] = (uint32_t)(st->thread < 0 ? 0 : st->thread);
@@ -670,27 +693,38 @@ int main(int argc, char **argv)
 		if (d->nsplit) {
 			in->split.n = lanes;
 			in->split.fd = in->split.lane[0]->in_fd;
-			in->split.strip = eo.strip;
+			in->split.strip = a->eo.strip;
 			in->split.lane[0]->in_fd = -1;
 		}
 	}
 	/* the streams of a scan share the free space between them */
 	for (unsigned k = 0; k < d->nst; k++)
 		d->st[k].r->share_left = d->share_left;
+	return 0;
+}
 
-	/* signals: every thread blocks them but the main one, which waits */
+/* Signals: every thread started after this blocks them; the main thread
+ * waits for them with sigtimedwait. */
+static void rd_signals(sigset_t *block, sigset_t *old)
+{
 	struct sigaction sa = { .sa_handler = rd_on_signal };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL); /* the terminal closed: seal and stop, as SIGTERM */
 	signal(SIGPIPE, SIG_IGN);
-	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	sigemptyset(block);
+	sigaddset(block, SIGINT);
+	sigaddset(block, SIGTERM);
+	sigaddset(block, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, block, old);
+}
+
+/* The writers, committers and receivers: 0, or -1 (said; rd_streams_stop
+ * stops those started). */
+static int rd_threads_start(struct rd *d)
+{
+	int err;
 
 	d->t_start = rr_mono_ns();
 	for (unsigned k = 0; k < d->nst; k++) {
@@ -699,7 +733,7 @@ int main(int argc, char **argv)
 		if ((err = pthread_create(&st->wr, NULL, wr_main, st->r)) ||
 		    (err = pthread_create(&st->cm, NULL, cm_main, st->r))) {
 			fprintf(stderr, PROG ": cannot start a writer: %s\n", strerror(err));
-			goto out_stop;
+			return -1;
 		}
 		st->started = true;
 	}
@@ -709,7 +743,7 @@ int main(int argc, char **argv)
 				: pthread_create(&in->rcv, NULL, rcv_main, in->split.lane[0]);
 		if (err) {
 			fprintf(stderr, PROG ": cannot start input %s: %s\n", in->label, strerror(err));
-			goto out_stop;
+			return -1;
 		}
 		in->started = true;
 		if (in->cpu >= 0) {
@@ -721,33 +755,15 @@ int main(int argc, char **argv)
 					in->cpu, strerror(err));
 		}
 	}
+	return 0;
+}
 
-	char ctl_where[96] = "", mx_where[96] = "";
-	if (rd_ctl_start(d, &ctl_addr, ctl_len, ctl_where, sizeof(ctl_where)))
-		goto out_stop;
-	if (mx_len && rd_metrics_start(d, &mx_addr, mx_len, mx_where, sizeof(mx_where)))
-		goto out_ctl;
+/* Stop every stream: the receivers close their open segments, the writers
+ * seal them.  3 when a recording failed or a writer did, else 0. */
+static int rd_streams_stop(struct rd *d)
+{
+	int status = 0;
 
-	/* ready: every input is bound and drained, control is listening */
-	rd_ready(d, ready_fd, ctl_where, mx_where);
-	/* the signals stay blocked in this thread too: sigtimedwait takes
-	 * them, and wakes ten times a second for rd_tick */
-	while (!rd_stop_sig) {
-		struct timespec tick = { 0, 100000000 };
-		int sig = sigtimedwait(&block, NULL, &tick);
-		if (sig > 0)
-			rd_stop_sig = sig;
-		rd_tick(d);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	fprintf(stderr, PROG ": %s: sealing the open scan and stopping\n", strsignal(rd_stop_sig));
-	status = 0;
-
-	rd_metrics_stop(d);
-out_ctl:
-	rd_ctl_stop(d);
-out_stop:
-	/* the receivers close their open segments, the writers seal them */
 	for (unsigned k = 0; k < d->nst; k++) {
 		rr_set_stop(d->st[k].r, RR_STOP_SIGNAL);
 		atomic_store(&d->st[k].r->wr_quit, true);
@@ -777,7 +793,12 @@ out_stop:
 		if (atomic_load(&r->wr_failed))
 			status = 3;
 	}
-out_inputs:
+	return status;
+}
+
+/* What rd_streams_setup made. */
+static void rd_streams_free(struct rd *d)
+{
 	for (unsigned i = 0; i < d->nin; i++)
 		if (d->nsplit && d->in[i].split.fd > 0)
 			close(d->in[i].split.fd);
@@ -788,7 +809,55 @@ out_inputs:
 		rr_release(r);
 		free(r);
 	}
-out_close_pack:
+}
+
+int main(int argc, char **argv)
+{
+	static struct rd rd_state;
+	static struct rd_args a;
+	struct rd *d = &rd_state;
+	sigset_t block, old;
+	int status = 1, err = rd_parse_args(argc, argv, d, &a);
+
+	if (err)
+		return err > 0 ? 0 : 1;
+	if (rd_open_pack(d))
+		return 1;
+	if (rd_streams_setup(d, &a))
+		goto out_inputs;
+	rd_signals(&block, &old);
+	if (rd_threads_start(d))
+		goto out_stop;
+
+	char ctl_where[96] = "", mx_where[96] = "";
+	if (rd_ctl_start(d, &a.ctl_addr, a.ctl_len, ctl_where, sizeof(ctl_where)))
+		goto out_stop;
+	if (a.mx_len && rd_metrics_start(d, &a.mx_addr, a.mx_len, mx_where, sizeof(mx_where)))
+		goto out_ctl;
+
+	/* ready: every input is bound and drained, control is listening */
+	rd_ready(d, a.ready_fd, ctl_where, mx_where);
+	/* the signals stay blocked in this thread too: sigtimedwait takes
+	 * them, and wakes ten times a second for rd_tick */
+	while (!rd_stop_sig) {
+		struct timespec tick = { 0, 100000000 };
+		int sig = sigtimedwait(&block, NULL, &tick);
+		if (sig > 0)
+			rd_stop_sig = sig;
+		rd_tick(d);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	fprintf(stderr, PROG ": %s: sealing the open scan and stopping\n", strsignal(rd_stop_sig));
+	status = 0;
+
+	rd_metrics_stop(d);
+out_ctl:
+	rd_ctl_stop(d);
+out_stop:
+	if (rd_streams_stop(d))
+		status = 3;
+out_inputs:
+	rd_streams_free(d);
 	err = recfs_pack_close(d->p);
 	if (err && status == 0) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
