@@ -2,6 +2,7 @@
 # Runs every test: cmocka unit binaries, shell integration tests, the fsck
 # image suite.  Ends with the line "N passed, N failed".
 # Usage: tests/run.sh [PATTERN...]   (only tests whose name contains one)
+# RECFS_SKIP="PATTERN..." leaves out the tests whose name contains one.
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -11,10 +12,12 @@ case $BUILD in
 *) export RECFS_BIN="$PWD/$BUILD/bin" ;;
 esac
 pats=("$@")
-# wanted NAME: no pattern given, or NAME contains one of them
+read -ra skips <<<"${RECFS_SKIP:-}"
+# wanted NAME: not skipped, and no pattern given or NAME contains one of them
 wanted() {
-	[ ${#pats[@]} = 0 ] && return 0
 	local p
+	for p in "${skips[@]}"; do [[ $1 == *"$p"* ]] && return 1; done
+	[ ${#pats[@]} = 0 ] && return 0
 	for p in "${pats[@]}"; do [[ $1 == *"$p"* ]] && return 0; done
 	return 1
 }

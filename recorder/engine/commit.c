@@ -208,13 +208,21 @@ void rr_progress(struct rr *r, bool final)
 	r->progress_shown = true;
 }
 
+/* The next commit: on whole multiples of the interval since the program
+ * started (t_start, the same for every stream of recfsd), so every
+ * committer of the pack commits at the same moment and they share one
+ * flush, and the first comes one whole interval after the start. */
+static uint64_t cm_next(const struct rr *r)
+{
+	uint64_t now = rr_mono_ns(), o = r->t_start && r->t_start <= now ? r->t_start : now;
+	return o + ((now - o) / r->commit_ns + 1) * r->commit_ns;
+}
+
 void *cm_main(void *arg)
 {
 	struct rr *r = arg;
 	uint64_t tick = r->commit_ns < 500000000ull ? r->commit_ns : 500000000ull;
-	/* on whole multiples of the interval: every committer of the pack
-	 * commits at the same moment and they share one flush */
-	uint64_t next_commit = (rr_mono_ns() / r->commit_ns + 1) * r->commit_ns;
+	uint64_t next_commit = cm_next(r);
 	uint64_t prev_chunks = 0; /* done_chunks at the last commit */
 	uint64_t prev_seg = 0;    /* the segment prev_chunks counts in */
 
@@ -271,7 +279,7 @@ void *cm_main(void *arg)
 					rr_set_stop(r, RR_STOP_IOERR);
 				}
 			}
-			next_commit = (rr_mono_ns() / r->commit_ns + 1) * r->commit_ns;
+			next_commit = cm_next(r);
 		}
 		pthread_mutex_unlock(&r->seg_lock);
 		rr_progress(r, false);

@@ -234,7 +234,7 @@ struct rr {
  * (recfs_rec_commit_stage), then asks for a flush that starts after that
  * and after every committer then staging is done; while one runs, later
  * callers wait and the next one covers them all.  Committers wake on the same clock (whole
- * multiples of the interval), so the streams of a scan share each flush.
+ * multiples of the interval since the start), so the streams of a scan share each flush.
  * recfsd shares one between its inputs; recfs-record has its own.
  */
 struct rr_gflush {
