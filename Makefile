@@ -39,7 +39,7 @@ THREAD_LIBS := -lpthread
 LIBRECFS := $(BUILD)/lib/librecfs.a
 LIB_SRCS := $(wildcard fs/lib/*.c fs/lib/check/*.c)
 LIB_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS))
-LIB_HDRS := $(wildcard fs/include/recfs/*.h) $(wildcard fs/lib/*.h)
+LIB_HDRS := $(wildcard fs/include/recfs/*.h fs/lib/*.h fs/lib/check/*.h)
 
 # Each component adds to these in its rules.mk.
 PROGS :=
@@ -60,7 +60,7 @@ $(BUILD)/obj/%.o: %.c | build-deps
 
 # Private headers are reachable from their own folder only: the library's
 # (fs/lib/*.h) from the library and the white-box tests, the recorder's
-# folders from each other by "engine/engine.h", "common/rec.h".
+# folders from each other by "engine/engine.h", "common/util.h".
 $(BUILD)/obj/fs/lib/%.o $(BUILD)/obj/tests/%.o: EXTRA_CFLAGS += -Ifs/lib
 $(BUILD)/obj/recorder/%.o $(BUILD)/obj/bench/%.o: EXTRA_CFLAGS += -Irecorder
 -include $(wildcard $(BUILD)/obj/*/*.d $(BUILD)/obj/*/*/*.d $(BUILD)/obj/*/*/*/*.d)
