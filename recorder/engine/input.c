@@ -527,6 +527,19 @@ static void rcv_stream(struct rr *r)
 		rr_vdif_track_free(&vs.t);
 }
 
+/* After a receive call failed: false for the receive timeout, a signal or
+ * an empty socket (look at the flags, go on); true for a real failure,
+ * which stops the input with its reason. */
+static bool rcv_failed(struct rr *r)
+{
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return false;
+	snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s", r->input_spec,
+		 strerror(errno));
+	rr_set_stop(r, RR_STOP_INPUT);
+	return true;
+}
+
 static void rcv_udp(struct rr *r)
 {
 	uint64_t filled = 0, deadline = r->duration_ns ? rr_mono_ns() + r->duration_ns : 0;
@@ -576,12 +589,9 @@ static void rcv_udp(struct rr *r)
 			 * sees stop flags) */
 			ssize_t n = recv(sock, scratch, 65536, MSG_PEEK | MSG_TRUNC);
 			if (n < 0) {
-				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-					continue; /* the receive timeout: look at the flags */
-				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
-					 r->input_spec, strerror(errno));
-				rr_set_stop(r, RR_STOP_INPUT);
-				break;
+				if (rcv_failed(r))
+					break;
+				continue; /* the receive timeout: look at the flags */
 			}
 			if ((uint64_t)n <= r->strip ||
 			    !rcv_can_teach(r, scratch + r->strip, (uint64_t)n - r->strip)) {
@@ -605,12 +615,9 @@ static void rcv_udp(struct rr *r)
 			 * a time until its frame 0, what comes before is idle */
 			ssize_t n = recv(sock, scratch, 65536, 0);
 			if (n < 0) {
-				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-					continue;
-				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
-					 r->input_spec, strerror(errno));
-				rr_set_stop(r, RR_STOP_INPUT);
-				break;
+				if (rcv_failed(r))
+					break;
+				continue; /* the receive timeout: look at the flags */
 			}
 			atomic_fetch_add_explicit(&r->tot_packets, 1, memory_order_relaxed);
 			if (P && (size_t)n == r->strip + P && rcv_at_second(w, scratch + r->strip, P) &&
@@ -642,12 +649,9 @@ static void rcv_udp(struct rr *r)
 			 * one is recorded (rcv_scan_first) */
 			ssize_t n = recv(sock, scratch, 65536, MSG_TRUNC);
 			if (n < 0) {
-				if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-					continue;
-				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
-					 r->input_spec, strerror(errno));
-				rr_set_stop(r, RR_STOP_INPUT);
-				break;
+				if (rcv_failed(r))
+					break;
+				continue; /* the receive timeout: look at the flags */
 			}
 			atomic_fetch_add_explicit(&r->tot_packets, 1, memory_order_relaxed);
 			uint64_t old = filled, len = (uint64_t)n > r->strip ? (uint64_t)n - r->strip : 0;
@@ -681,12 +685,8 @@ static void rcv_udp(struct rr *r)
 				msgs[i].msg_hdr.msg_iovlen = 2;
 			}
 			int got = recvmmsg(sock, msgs, RR_BATCH, MSG_WAITFORONE, NULL);
-			if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-				snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s",
-					 r->input_spec, strerror(errno));
-				rr_set_stop(r, RR_STOP_INPUT);
+			if (got < 0 && rcv_failed(r))
 				break;
-			}
 			if (got <= 0)
 				continue;
 			atomic_fetch_add_explicit(&r->tot_packets, (uint64_t)got, memory_order_relaxed);
@@ -743,12 +743,9 @@ static void rcv_udp(struct rr *r)
 			continue;
 		}
 		if (got < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-				continue;
-			snprintf(r->in_err, sizeof(r->in_err), "%s: receive failed: %s", r->input_spec,
-				 strerror(errno));
-			rr_set_stop(r, RR_STOP_INPUT);
-			break;
+			if (rcv_failed(r))
+				break;
+			continue; /* the receive timeout: look at the flags */
 		}
 		/* the kernel's drop count, read once a chunk (for rcv_publish's
 		 * loss snapshot) and right after the call that reaches the
@@ -879,12 +876,9 @@ static void rcv_split(struct rr_split *sp)
 			continue;
 		}
 		if (got < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
-				continue;
-			snprintf(r0->in_err, sizeof(r0->in_err), "%s: receive failed: %s", r0->input_spec,
-				 strerror(errno));
-			rr_set_stop(r0, RR_STOP_INPUT);
-			break;
+			if (rcv_failed(r0))
+				break;
+			continue; /* the receive timeout: look at the flags */
 		}
 		atomic_fetch_add_explicit(&r0->tot_packets, (uint64_t)got, memory_order_relaxed);
 		for (int i = 0; i < got; i++) {
