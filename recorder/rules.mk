@@ -19,13 +19,13 @@ $(BUILD)/bench/recfs-udpsink: $(BUILD)/obj/bench/udpsink.o $(RECORDER_COMMON) $(
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB_LIBS) $(THREAD_LIBS)
 
-# recfsd: the station daemon on the engine, with its VSI-S control (vsis.c,
-# ctl.c), its metrics (rdmetrics.c on the exposition writer and the
+# recfsd: the station daemon on the engine, with its VSI-S control (vsis.c;
+# ctl.c the keyword table, ctl_*.c the keywords by area), its metrics (rdmetrics.c on the exposition writer and the
 # libmicrohttpd server in prom.c), and the systemd unit `make install` puts in $(SYSTEMD_UNIT_DIR).
 MX_OBJS := $(BUILD)/obj/recorder/recfsd/prom.o
 $(MX_OBJS): EXTRA_CFLAGS += $(MHD_CFLAGS)
 VSIS_OBJS := $(BUILD)/obj/recorder/recfsd/vsis.o
-RECFSD_OBJS := $(patsubst %,$(BUILD)/obj/recorder/recfsd/%.o,recfsd ctl rdmetrics)
+RECFSD_OBJS := $(patsubst %,$(BUILD)/obj/recorder/recfsd/%.o,recfsd ctl ctl_record ctl_check ctl_state ctl_rates ctl_d2f ctl_stream rdmetrics)
 SYSTEMD_UNITS += recorder/recfsd/recfsd@.service.in
 PROGS += $(BUILD)/bin/recfsd
 $(BUILD)/bin/recfsd: $(RECFSD_OBJS) $(VSIS_OBJS) $(MX_OBJS) $(SDNOTIFY_OBJS) $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)

@@ -75,7 +75,7 @@ struct rd {
 	uint32_t mode_payload, mode_mbps, mode_tracks;
 	unsigned nthread_r, nthread_w;
 	uint64_t tstat_ns, tstat_rx, tstat_wr; /* tstat?'s last sample */
-	/* disk2file: one copy at a time, in a thread of its own (ctl.c) */
+	/* disk2file: one copy at a time, in a thread of its own (ctl_d2f.c) */
 	struct rd_d2f {
 		pthread_t thr;
 		bool started;           /* a thread to join */
@@ -107,7 +107,7 @@ bool rd_name_taken(struct rd *d, const char *name);
 void rd_error(struct rd *d, int no, const char *msg);
 void rd_tick(struct rd *d);
 
-/* ctl.c: one VSI-S statement; its return code, its reply fields in out */
+/* ctl.c (the keyword table; ctl_*.c the keywords): one VSI-S statement; its return code, its reply fields in out */
 int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,
 		size_t outlen);
 void rd_ctl_line_end(struct rd *d);   /* after the last statement of a line */

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfsd's VSI-S keywords, private to recorder/recfsd/ctl*.c: the reply
+ * being built, the time formats, and each keyword's handlers.  ctl.c holds
+ * the keyword table and the transport's entry; each ctl_*.c one area of
+ * the command set.
+ */
+#ifndef RECFS_RECORDER_RECFSD_CTL_H
+#define RECFS_RECORDER_RECFSD_CTL_H
+
+#include "recfsd.h"
+#include "vsis.h"
+
+/* status? bits, after Mark5/jive5ab's status word */
+#define RD_ST_READY 0x1u
+#define RD_ST_ERROR 0x2u
+#define RD_ST_RECORD 0x40u
+#define RD_ST_FULL 0x80u
+
+struct rd_out {
+	char *buf;
+	size_t len, used;
+	unsigned n;             /* fields so far (an empty one counts) */
+};
+
+void rd_field(struct rd_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t rd_now_ns(void);
+void rd_vsi_time(uint64_t ns, char *out, size_t len);
+int64_t rd_vex_time(const char *s);
+int rd_name_part(const char *s, size_t max);
+
+/* A keyword's command or query: its return code, its reply fields in o. */
+typedef int rd_handler(struct rd *d, unsigned np, char *const *p, struct rd_out *o);
+rd_handler rd_record_q;
+rd_handler rd_record_nthread;
+rd_handler rd_record;
+rd_handler rd_scan_set_q;
+rd_handler rd_scan_set;
+rd_handler rd_scan_check;
+rd_handler rd_dir_info;
+rd_handler rd_status;
+rd_handler rd_error_q;
+rd_handler rd_mode_q;
+rd_handler rd_mode;
+rd_handler rd_net_protocol_q;
+rd_handler rd_net_protocol;
+rd_handler rd_net_port_q;
+rd_handler rd_net_port;
+rd_handler rd_mtu_q;
+rd_handler rd_mtu;
+rd_handler rd_delete;
+rd_handler rd_version_q;
+rd_handler rd_dts_id_q;
+rd_handler rd_os_rev_q;
+rd_handler rd_evlbi_q;
+rd_handler rd_evlbi;
+rd_handler rd_tstat;
+rd_handler rd_tstat_q;
+rd_handler rd_rtime_q;
+rd_handler rd_set_disks_q;
+rd_handler rd_disk2file;
+rd_handler rd_disk2file_q;
+rd_handler rd_datastream_q;
+rd_handler rd_datastream;
+
+#endif

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfsd's VSI-S: scan_check?, from the recordings' data.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* What scan_check? reports of one recording, from its data: the first
+ * frame's time tag, threads, tracks, frame size, and the time tag of
+ * the last frame, as jive5ab's scan_check reads them (scan_check_vbs.cc
+ * reads the first MB; threads are counted there). */
+struct rd_check {
+	bool vdif;
+	uint32_t frame_size, threads, tracks, payload;
+	uint64_t frames;                /* recorded */
+	double first, last;             /* time tags, Unix seconds */
+	double secs;                    /* duration by the time tags */
+	uint64_t fps;                   /* frames per second per thread, 0 unknown */
+	uint64_t missing;               /* bytes, by the time tags */
+	double rate;                    /* Mbit/s per track */
+};
+
+static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len, struct rd_check *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->frame_size = rec->input.frame_size;
+	uint32_t fs = c->frame_size;
+	if (rec->input.format != RECFS_FMT_VDIF || fs < 32 || len < fs)
+		return;
+	size_t want = len < 1000000 ? (size_t)len : 1000000;
+	want -= want % fs;
+	uint8_t *buf = malloc(want), last[32];
+	if (!buf)
+		return;
+	struct rr_vdif_hdr h0, h1, h;
+	uint32_t seen[64];
+	unsigned nseen = 0;
+	/* the pack lock in 64 KiB pieces: a writer's commit waits for one */
+	bool ok = true;
+	for (size_t off = 0; ok && off < want; off += 65536) {
+		size_t n = want - off < 65536 ? want - off : 65536;
+		pthread_mutex_lock(&d->pack_lock);
+		ok = recfs_rec_pread(d->p, rec, buf + off, n, off, 0) == (ssize_t)n;
+		pthread_mutex_unlock(&d->pack_lock);
+	}
+	pthread_mutex_lock(&d->pack_lock);
+	ok = ok && recfs_rec_pread(d->p, rec, last, sizeof(last), (len / fs - 1) * fs, 0) == (ssize_t)sizeof(last);
+	pthread_mutex_unlock(&d->pack_lock);
+	ok = ok && rr_vdif_decode(buf, &h0) && rr_vdif_decode(last, &h1);
+	for (size_t off = 0; ok && off + fs <= want; off += fs) {
+		if (!rr_vdif_decode(buf + off, &h))
+			continue;
+		unsigned k;
+		for (k = 0; k < nseen && seen[k] != h.thread; k++)
+			;
+		if (k == nseen && nseen < 64)
+			seen[nseen++] = h.thread;
+	}
+	if (ok) {
+		/* word 2: log2 channels (bits 24-28); word 3: complex (31), bits
+		 * per sample - 1 (26-30) */
+		uint32_t w2 = rr_get_le32(buf + 8), w3 = rr_get_le32(buf + 12);
+		c->vdif = true;
+		c->threads = nseen ? nseen : 1;
+		c->tracks = (1u << ((w2 >> 24) & 0x1f)) * (((w3 >> 26) & 0x1f) + 1) * ((w3 >> 31) ? 2 : 1);
+		c->payload = fs - (h0.legacy ? 16 : 32);
+		c->frames = len / fs;
+		/* frames per second from the two time tags: per thread, the
+		 * frames from the first to the last, recorded or lost */
+		int64_t s0 = rr_vdif_unix(&h0), s1 = rr_vdif_unix(&h1);
+		uint64_t per = (c->frames + rec->loss.frames_lost) / c->threads;
+		if (s1 > s0 && per > 1 + h1.frame_no) {
+			uint64_t n = per - 1 - h1.frame_no + h0.frame_no;
+			c->fps = (n + (uint64_t)(s1 - s0) / 2) / (uint64_t)(s1 - s0);
+		}
+		double fps = c->fps ? (double)c->fps : 0;
+		c->first = (double)s0 + (fps ? h0.frame_no / fps : 0);
+		c->last = (double)s1 + (fps ? h1.frame_no / fps : 0);
+		c->secs = fps ? c->last - c->first + 1 / fps : (double)(rec->end_ns - rec->start_ns) * 1e-9;
+		if (!fps && c->secs > 0)
+			c->fps = (uint64_t)((double)per / c->secs + 0.5);
+		c->rate = c->tracks ? (double)c->payload * 8 * (double)c->fps / c->tracks / 1e6 : 0;
+		uint64_t expect = fps ? (uint64_t)(c->secs * fps + 0.5) * c->threads : c->frames;
+		c->missing = expect > c->frames ? (expect - c->frames) * fs : 0;
+	}
+	free(buf);
+}
+
+/* A time tag as VSI-S writes it: 2026y326d17h05m03.1234s (UTC) */
+static void rd_vsi_time_s(double t, char *out, size_t len)
+{
+	uint64_t ns = t > 0 ? (uint64_t)(t * 1e9 + 0.5) : 0;
+	rd_vsi_time(ns, out, len);
+}
+
+/* The nine fields the Field System reads from a FlexBuff's scan_check?
+ * (nvi-inc/fs clib/scan_check_util.c, its mk5b branch), in its order:
+ * scan# : label : data type : tracks x threads : start : duration :
+ * track rate (Mbit/s) : missing bytes : frame size. */
+static void rd_check_fields(struct rd_out *o, uint64_t no, const char *label, const struct rd_check *c,
+			    const struct recfs_rec *rec, uint64_t len, double secs)
+{
+	char t[48];
+	rd_field(o, "%" PRIu64, no);
+	rd_field(o, "%s", label);
+	if (c->vdif) {
+		rd_vsi_time_s(c->first, t, sizeof(t));
+		rd_field(o, "VDIF");
+		rd_field(o, "%u", c->tracks * c->threads);
+		rd_field(o, "%s", t);
+		rd_field(o, "%.4fs", secs);
+		rd_field(o, "%.6f", c->rate);
+		rd_field(o, "%" PRIu64, c->missing);
+		rd_field(o, "%u", c->frame_size);
+	} else {
+		/* raw: the host clock, the bytes' rate, no tracks */
+		rd_vsi_time(rec->start_ns, t, sizeof(t));
+		rd_field(o, "raw");
+		rd_field(o, "0");
+		rd_field(o, "%s", t);
+		rd_field(o, "%.4fs", secs);
+		rd_field(o, "%.6f", secs > 0 ? (double)len * 8e-6 / secs : 0.0);
+		rd_field(o, "%" PRIu64, (uint64_t)0);
+		rd_field(o, "%u", rec->input.frame_size);
+	}
+}
+
+/* scan_check? [N] : the last scan (or scan_set's) once sealed.  Without N
+ * one summary line for all its recordings (it fits mk5cn's 1022 bytes
+ * however many streams): the nine fields of the FS, then recfs's own,
+ * recordings : bytes : lost frames by the VDIF headers.  With N (0 to
+ * recordings - 1) the same of recording N alone, named in full. */
+int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	uint64_t which = UINT64_MAX;
+	if (np > 1 || (np == 1 && p[0][0] && recfs_parse_num("scan_check", p[0], 0, d->nst - 1, &which))) {
+		rd_field(o, "scan_check? [RECORDING], RECORDING 0 to %u", d->nst - 1);
+		return VS_PARAM;
+	}
+	rd_refresh(d);
+	if (!d->check.no) {
+		rd_field(o, "no scan recorded yet");
+		return VS_FAILED;
+	}
+	if (d->recording && d->check.no == d->cur.no) {
+		rd_field(o, "scan %" PRIu64 " is still recording", d->check.no);
+		return VS_BUSY;
+	}
+	struct rd_scan sc = d->check;
+	if (!rd_scan_done(d, &sc)) {
+		rd_field(o, "scan %" PRIu64 " is still being sealed", sc.no);
+		return VS_BUSY;
+	}
+	struct rd_check sum = { 0 }, c;
+	struct recfs_rec first = { 0 };
+	uint64_t bytes = 0, lost = 0;
+	double t0 = 0, t1 = 0, secs = 0;
+	unsigned nrec = 0;
+	for (unsigned i = 0; i < d->nst; i++) {
+		if (which != UINT64_MAX && i != which)
+			continue;
+		struct rr *r = d->st[i].r;
+		struct rr_seg *s = rr_seg_at(r, sc.seg);
+		pthread_mutex_lock(&r->seg_lock);
+		struct recfs_rec rec = s->rec;
+		int state = atomic_load(&s->state);
+		uint64_t len = s->len;
+		char msg[sizeof(s->msg)], name[RECFS_NAME_MAX + 1];
+		snprintf(msg, sizeof(msg), "%s", s->msg);
+		snprintf(name, sizeof(name), "%s", s->name);
+		pthread_mutex_unlock(&r->seg_lock);
+		if (state == RR_SEG_FAILED || rr_seg_blind(r, s, d->blind, sizeof(d->blind))) {
+			rd_field(o, "%" PRIu64, sc.no);
+			rd_field(o, "%s", name);
+			rd_field(o, "error");
+			rd_field(o, "%s", state == RR_SEG_FAILED ? msg : d->blind);
+			return VS_FAILED;
+		}
+		if (len == 0)
+			continue; /* nothing arrived: no recording */
+		/* a sealed recording does not change: read once per scan, so
+		 * a line of 64 scan_check? costs one read of each recording */
+		static struct { uint64_t uid, seq; struct rd_check c; } cache[RD_MAX_STREAMS];
+		if (cache[i].uid != rec.uid || cache[i].seq != rec.seq || !rec.uid) {
+			rd_check_rec(d, &rec, len, &cache[i].c);
+			cache[i].uid = rec.uid;
+			cache[i].seq = rec.seq;
+		}
+		c = cache[i].c;
+		double rs = c.vdif ? c.secs : (rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0);
+		if (which != UINT64_MAX) {
+			rd_check_fields(o, sc.no, name, &c, &rec, len, rs);
+			rd_field(o, "1");
+			rd_field(o, "%" PRIu64, len);
+			rd_field(o, "%" PRIu64, rec.loss.frames_lost);
+			return VS_OK;
+		}
+		if (!nrec++) {
+			sum = c;
+			first = rec;
+			t0 = c.first;
+			t1 = c.first + rs;
+			sum.tracks = sum.threads = 0;
+			sum.missing = 0;
+		}
+		/* the scan: tracks x threads over its recordings, from the
+		 * earliest first frame to the latest end */
+		sum.threads += c.vdif ? c.tracks * c.threads : 0;
+		sum.missing += c.missing;
+		if (c.vdif && c.first < t0)
+			t0 = c.first;
+		if (c.first + rs > t1)
+			t1 = c.first + rs;
+		bytes += len;
+		lost += rec.loss.frames_lost;
+	}
+	if (!nrec) {
+		rd_field(o, "%" PRIu64, sc.no);
+		rd_field(o, "%s", sc.name);
+		rd_field(o, "-");
+		rd_field(o, "no data");
+		return VS_OK;
+	}
+	secs = t1 - t0;
+	sum.first = t0;
+	sum.tracks = sum.threads; /* tracks x threads, summed */
+	sum.threads = 1;
+	rd_check_fields(o, sc.no, sc.name, &sum, &first, bytes, secs);
+	rd_field(o, "%u", nrec);
+	rd_field(o, "%" PRIu64, bytes);
+	rd_field(o, "%" PRIu64, lost);
+	return VS_OK;
+}

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfsd's VSI-S: set_disks? and the FS's data pull, disk2file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* set_disks? : jive5ab's (set_disks.cc): how many, then each mountpoint;
+ * recfsd's are the pack's members (set with the pack at start: set_disks=
+ * answers 2). */
+int rd_set_disks_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	const struct recfs_geom *g = recfs_pack_geom(d->p);
+	rd_field(o, "%u", g->members);
+	for (unsigned i = 0; i < g->members; i++) {
+		struct recfs_dev *dv = recfs_pack_dev(d->p, i);
+		rd_field(o, "%s", dv ? dv->path : "-");
+	}
+	return VS_OK;
+}
+
+/* disk2file = [DEST] : [START] : [END | +BYTES] : [n | w | a] : jive5ab's
+ * data pull (disk2file_vbs.cc) of scan_set's scan (its first recording),
+ * bytes START to END into the local file DEST (default NAME.m5a, in
+ * recfsd's directory): n a new file, w truncated, a appended.  A pack
+ * member is refused as DEST, as every tool refuses it.  1 (initiated): a
+ * thread copies; disk2file? reports. */
+static void *rd_d2f_main(void *arg)
+{
+	struct rd *d = arg;
+	struct rd_d2f *x = &d->d2f;
+	size_t bs = 256u << 10; /* the pack lock for 256 KiB at a time */
+	char *buf = malloc(bs);
+	uint64_t off = x->start;
+	while (buf && off < x->end && !atomic_load(&x->quit)) {
+		size_t n = x->end - off < bs ? (size_t)(x->end - off) : bs;
+		pthread_mutex_lock(&d->pack_lock);
+		ssize_t r = recfs_rec_pread(d->p, &x->rec, buf, n, off, 0);
+		pthread_mutex_unlock(&d->pack_lock);
+		if (r <= 0) {
+			snprintf(x->err, sizeof(x->err), "read at %" PRIu64 ": %s", off, r < 0 ? recfs_errmsg() : "end");
+			break;
+		}
+		for (ssize_t w = 0; w < r;) {
+			ssize_t k = write(x->fd, buf + w, (size_t)(r - w));
+			if (k < 0) {
+				snprintf(x->err, sizeof(x->err), "%s: %s", x->dest, strerror(errno));
+				off = x->end;
+				r = 0;
+				break;
+			}
+			w += k;
+		}
+		off += (uint64_t)r;
+		atomic_store(&x->cur, off);
+	}
+	if (!buf)
+		snprintf(x->err, sizeof(x->err), "out of memory");
+	free(buf);
+	if (close(x->fd) && !x->err[0])
+		snprintf(x->err, sizeof(x->err), "%s: %s", x->dest, strerror(errno));
+	x->fd = -1;
+	atomic_store(&x->active, false);
+	return NULL;
+}
+
+int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	struct rd_d2f *x = &d->d2f;
+	if (atomic_load(&x->active)) {
+		rd_field(o, "disk2file to %s is still running", x->dest);
+		return VS_BUSY;
+	}
+	if (x->started) {
+		pthread_join(x->thr, NULL);
+		x->started = false;
+	}
+	if (np > 4) {
+		rd_field(o, "disk2file = [DEST] : [START] : [END or +BYTES] : [n, w or a]");
+		return VS_PARAM;
+	}
+	rd_refresh(d);
+	if (!d->check.no) {
+		rd_field(o, "no scan was set using scan_set=");
+		return VS_CONFLICT;
+	}
+	if (d->recording && d->check.no == d->cur.no) {
+		rd_field(o, "scan %" PRIu64 " is still recording", d->check.no);
+		return VS_BUSY;
+	}
+	if (!rd_scan_done(d, &d->check)) {
+		rd_field(o, "scan %" PRIu64 " is still being sealed", d->check.no);
+		return VS_BUSY;
+	}
+	/* the scan's first recording that holds data */
+	struct recfs_rec rec = { 0 };
+	bool have = false;
+	for (unsigned i = 0; i < d->nst && !have; i++) {
+		struct rr *r = d->st[i].r;
+		struct rr_seg *s = rr_seg_at(r, d->check.seg);
+		pthread_mutex_lock(&r->seg_lock);
+		if (atomic_load(&s->state) == RR_SEG_SEALED && s->len) {
+			rec = s->rec;
+			have = true;
+		}
+		pthread_mutex_unlock(&r->seg_lock);
+	}
+	if (!have) {
+		rd_field(o, "scan %" PRIu64 " has no recording to copy", d->check.no);
+		return VS_CONFLICT;
+	}
+	uint64_t start = 0, end = rec.committed_len;
+	if (np > 1 && p[1][0] && (p[1][0] == '+' || p[1][0] == '-')) {
+		rd_field(o, "relative byteoffsets not allowed here");
+		return VS_PARAM;
+	}
+	if (np > 1 && p[1][0] && recfs_parse_num("disk2file START", p[1], 0, rec.committed_len, &start)) {
+		rd_field(o, "START '%.32s' is not a byte offset within the recording's %" PRIu64, p[1], rec.committed_len);
+		return VS_PARAM;
+	}
+	if (np > 2 && p[2][0]) {
+		bool plus = p[2][0] == '+';
+		uint64_t v;
+		if (recfs_parse_num("disk2file END", p[2] + plus, 0, UINT64_MAX, &v) ||
+		    (plus ? v > rec.committed_len - start : v < start || v > rec.committed_len)) {
+			rd_field(o, "END '%.32s' is not within the recording's %" PRIu64 " bytes, after START", p[2],
+				 rec.committed_len);
+			return VS_PARAM;
+		}
+		end = plus ? start + v : v;
+	}
+	const char *mode = np > 3 && p[3][0] ? p[3] : "n";
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY;
+	if (!strcmp(mode, "n"))
+		flags |= O_EXCL;
+	else if (!strcmp(mode, "a"))
+		flags |= O_APPEND;
+	else if (strcmp(mode, "w")) {
+		rd_field(o, "open mode must be n, w or a");
+		return VS_PARAM;
+	}
+	char dest[sizeof(x->dest)];
+	int n = np > 0 && p[0][0] ? snprintf(dest, sizeof(dest), "%s", p[0])
+				  : snprintf(dest, sizeof(dest), "%s.m5a", rec.name);
+	if (n < 0 || (size_t)n >= sizeof(dest)) {
+		rd_field(o, "destination longer than %zu bytes", sizeof(dest) - 1);
+		return VS_PARAM;
+	}
+	/* opened without truncating, refused if it is a member, then cut */
+	int fd = open(dest, flags, 0644);
+	if (fd < 0) {
+		rd_field(o, "%s: %s", dest, strerror(errno));
+		return errno == EEXIST ? VS_CONFLICT : VS_FAILED;
+	}
+	if (recfs_spec_check_output(d->pack_spec, "disk2file destination", dest, fd)) {
+		rd_field(o, "%s", recfs_errmsg());
+		close(fd);
+		return VS_CONFLICT;
+	}
+	if (!strcmp(mode, "w") && ftruncate(fd, 0)) {
+		rd_field(o, "%s: %s", dest, strerror(errno));
+		close(fd);
+		return VS_FAILED;
+	}
+	x->fd = fd;
+	x->rec = rec;
+	snprintf(x->dest, sizeof(x->dest), "%s", dest);
+	snprintf(x->mode, sizeof(x->mode), "%s", mode);
+	x->err[0] = 0;
+	x->start = start;
+	x->end = end;
+	atomic_store(&x->cur, start);
+	atomic_store(&x->quit, false);
+	atomic_store(&x->active, true);
+	int e = pthread_create(&x->thr, NULL, rd_d2f_main, d);
+	if (e) {
+		atomic_store(&x->active, false);
+		close(fd);
+		x->fd = -1;
+		rd_field(o, "cannot start the copy: %s", strerror(e));
+		return VS_FAILED;
+	}
+	x->started = true;
+	return VS_INITIATED;
+}
+
+/* disk2file? : active : DEST : START : CURRENT : END : MODE, or inactive
+ * [: DEST [: ERROR]] (recfsd adds why the last copy stopped short). */
+int rd_disk2file_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	struct rd_d2f *x = &d->d2f;
+	if (atomic_load(&x->active)) {
+		rd_field(o, "active");
+		rd_field(o, "%s", x->dest);
+		rd_field(o, "%" PRIu64, x->start);
+		rd_field(o, "%" PRIu64, atomic_load(&x->cur));
+		rd_field(o, "%" PRIu64, x->end);
+		rd_field(o, "%s", x->mode);
+		return VS_OK;
+	}
+	rd_field(o, "inactive");
+	if (x->dest[0])
+		rd_field(o, "%s", x->dest);
+	if (x->err[0])
+		rd_field(o, "%s", x->err);
+	return VS_OK;
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfsd's VSI-S: record= and record? (jive5ab's and Mark6's record lines),
+ * scan_set.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* record? [nthread | mk6] : jive5ab's (net2vbs.cc): off, or on : scans
+ * recorded : the recording : bytes so far; halted is recfsd's (a scan
+ * that stopped by itself, until record=off). */
+int rd_record_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (np > 0 && !strcasecmp(p[0], "nthread")) {
+		rd_field(o, "%u", d->nthread_r);
+		rd_field(o, "%u", d->nthread_w);
+		return VS_OK;
+	}
+	if (np > 0 && !strcasecmp(p[0], "mk6")) {
+		rd_field(o, "0");
+		return VS_OK;
+	}
+	if (np > 0 && p[0][0]) {
+		rd_field(o, "record? takes nthread, mk6 or nothing");
+		return VS_PARAM;
+	}
+	rd_refresh(d);
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < d->nst; i++)
+		bytes += atomic_load(&d->st[i].r->tot_bytes);
+	bytes -= bytes < d->bytes0 ? bytes : d->bytes0;
+	if (d->recording) {
+		rd_field(o, "on");
+		rd_field(o, "%" PRIu64, d->cur.no);
+		rd_field(o, "%s", d->cur.name);
+		rd_field(o, "%" PRIu64, bytes);
+	} else if (d->halted[0]) {
+		rd_field(o, "halted");
+		rd_field(o, "%" PRIu64, d->cur.no);
+		rd_field(o, "%s", d->cur.name);
+		rd_field(o, "%" PRIu64, bytes);
+		rd_field(o, "%s", d->halted);
+	} else {
+		rd_field(o, "off");
+	}
+	return VS_OK;
+}
+
+/* record = nthread : [R] : [W] as jive5ab: each given count 1 or more */
+int rd_record_nthread(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	uint64_t v[2] = { d->nthread_r, d->nthread_w };
+	if (np > 3) {
+		rd_field(o, "record = nthread : [READERS] : [WRITERS]");
+		return VS_PARAM;
+	}
+	for (unsigned k = 1; k < np; k++)
+		if (p[k][0] && recfs_parse_num("nthread", p[k], 1, 1024, &v[k - 1])) {
+			rd_field(o, "nthread '%.32s' is not a count from 1 to 1024", p[k]);
+			return VS_PARAM;
+		}
+	d->nthread_r = (unsigned)v[0];
+	d->nthread_w = (unsigned)v[1];
+	return VS_OK;
+}
+
+/* The scan's recording name as jive5ab builds it: EXPERIMENT_STATION_SCAN
+ * when they are given; one already recorded gets jive5ab's suffix, 'a'
+ * to 'z' then 'A' to 'Z' (net2vbs.cc, mk_scan_name).  0, or an rc. */
+static int rd_scan_name(struct rd *d, const char *scan, const char *exp, const char *st, char *name,
+			size_t len, bool *renamed, struct rd_out *o)
+{
+	*renamed = false;
+	int n;
+	if (exp[0] && st[0])
+		n = snprintf(name, len, "%s_%s_%s", exp, st, scan);
+	else if (exp[0])
+		n = snprintf(name, len, "%s_%s", exp, scan);
+	else
+		n = snprintf(name, len, "%s", scan);
+	if (n < 0 || (size_t)n + 1 >= len) { /* room for the suffix */
+		rd_field(o, "scan name too long (at most %zu bytes)", len - 2);
+		return VS_PARAM;
+	}
+	if (!rd_name_taken(d, name))
+		return VS_OK;
+	static const char sfx[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+	for (const char *c = sfx; *c; c++) {
+		name[n] = *c;
+		name[n + 1] = 0;
+		*renamed = true;
+		if (!rd_name_taken(d, name))
+			return VS_OK;
+	}
+	name[n] = 0;
+	rd_field(o, "'%s' and its 52 suffixed names are all recorded", name);
+	return VS_CONFLICT;
+}
+
+int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	static const char usage[] = "record = on : SCAN [: EXPERIMENT [: STATION]], record = off, "
+				    "record = START : [DURATION] : [GB] : SCAN [: EXPERIMENT [: STATION]], "
+				    "record = nthread : [R] : [W] or record = mk6 : 0";
+	if (np == 0) {
+		rd_field(o, "%s", usage);
+		return VS_PARAM;
+	}
+	/* off, with whatever follows (the FS sends its label): jive5ab's 1,
+	 * the scan closes after the line */
+	if (!strcasecmp(p[0], "off")) {
+		int rc = rd_scan_stop(d);
+		if (rc)
+			rd_field(o, "%s", d->why);
+		return rc ? rc : VS_INITIATED;
+	}
+	if (!strcasecmp(p[0], "nthread"))
+		return rd_record_nthread(d, np, p, o);
+	if (!strcasecmp(p[0], "mk6")) {
+		uint64_t v;
+		if (np != 2 || recfs_parse_num("mk6", p[1], 0, 1, &v)) {
+			rd_field(o, "record = mk6 : 0 or 1");
+			return VS_PARAM;
+		}
+		if (v) {
+			rd_field(o, "recfsd records recfs recordings, not Mark6 scatter-gather files");
+			return VS_NOT_IMPL;
+		}
+		return VS_OK;
+	}
+	/* on: at the next datagram.  A VEX time, Mark6 cplane's line START :
+	 * DURATION : GB : SCAN : EXP : STATION: at the first VDIF frame 0 of
+	 * a second at or after it (a time already past starts at the next
+	 * second boundary), and for DURATION seconds from START */
+	int64_t start = 0;
+	uint64_t dur = 0;
+	const char *scan, *exp, *st;
+	if (!strcasecmp(p[0], "on")) {
+		if (np < 2 || np > 4 || rd_name_part(p[1], 64) || (np > 2 && p[2][0] && rd_name_part(p[2], 32)) ||
+		    (np > 3 && p[3][0] && rd_name_part(p[3], 8))) {
+			rd_field(o, "record = on : SCAN [: EXPERIMENT [: STATION]], at most 64, 32 and 8 printable bytes, no spaces or '/'");
+			return VS_PARAM;
+		}
+		scan = p[1];
+		exp = np > 2 ? p[2] : "";
+		st = np > 3 ? p[3] : "";
+	} else {
+		start = rd_vex_time(p[0]);
+		if (start < 0) {
+			rd_field(o, "'%.32s' is not on, off, nthread, mk6 or a start time such as 2026y327d18h30m00s", p[0]);
+			return VS_PARAM;
+		}
+		uint64_t gb;
+		if (np < 4 || np > 6 || (p[1][0] && recfs_parse_num("duration", p[1], 1, 86400, &dur)) ||
+		    (p[2][0] && recfs_parse_num("GB", p[2], 0, 1000000, &gb)) || rd_name_part(p[3], 64) ||
+		    (np > 4 && p[4][0] && rd_name_part(p[4], 32)) || (np > 5 && p[5][0] && rd_name_part(p[5], 8))) {
+			rd_field(o, "record = START : [DURATION] : [GB] : SCAN [: EXPERIMENT [: STATION]] (Mark6 cplane), DURATION 1 to 86400 s");
+			return VS_PARAM;
+		}
+		scan = p[3];
+		exp = np > 4 ? p[4] : "";
+		st = np > 5 ? p[5] : "";
+		if (!d->fmt_vdif) {
+			rd_field(o, "a start time needs --format vdif (it waits for a VDIF second)");
+			return VS_CONFLICT;
+		}
+		if (d->nsplit) {
+			rd_field(o, "a start time is not implemented with --split");
+			return VS_NOT_IMPL;
+		}
+	}
+	rd_refresh(d);
+	if (d->recording) {
+		rd_field(o, "already recording scan '%s'", d->cur.name);
+		return VS_CONFLICT;
+	}
+	char name[RECFS_NAME_MAX + 1];
+	bool renamed;
+	int rc = rd_scan_name(d, scan, exp, st, name, sizeof(name), &renamed, o);
+	if (rc)
+		return rc;
+	rc = rd_scan_start(d, name, scan, 0, start);
+	if (rc) {
+		rd_field(o, "%s", d->why);
+		return rc;
+	}
+	snprintf(d->exp, sizeof(d->exp), "%s", exp);
+	snprintf(d->station, sizeof(d->station), "%s", st);
+	if (dur)
+		d->stop_at_ns = (uint64_t)(start + (int64_t)dur) * 1000000000ull;
+	/* jive5ab names the recording when it gave it a suffix */
+	if (renamed)
+		rd_field(o, "%s", name);
+	return VS_OK;
+}
+
+/* scan_set = SCAN# | NAME : which scan scan_check? reports (one of the
+ * last RR_SEGQ this daemon recorded). */
+int rd_scan_set_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (!d->check.no) {
+		rd_field(o, "no scan");
+		return VS_FAILED;
+	}
+	rd_field(o, "%" PRIu64, d->check.no);
+	rd_field(o, "%s", d->check.name);
+	return 0;
+}
+
+int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (np < 1 || !p[0][0]) {
+		rd_field(o, "scan_set = SCAN# or NAME");
+		return VS_PARAM;
+	}
+	/* the FS sends scan_set = LABEL :  :  ; with empty offsets: the
+	 * whole scan, as jive5ab takes them */
+	bool offsets = false;
+	for (unsigned k = 1; k < np; k++)
+		offsets |= p[k][0] != 0;
+	if (offsets) {
+		rd_field(o, "scan_set: start and stop offsets are not implemented here");
+		return VS_NOT_IMPL;
+	}
+	for (unsigned k = 0; k < RR_SEGQ; k++) {
+		const struct rd_scan *sc = &d->hist[k];
+		char no[24];
+		snprintf(no, sizeof(no), "%" PRIu64, sc->no);
+		if (sc->no && (!strcmp(no, p[0]) || !strcmp(sc->name, p[0]))) {
+			d->check = *sc;
+			return 0;
+		}
+	}
+	rd_field(o, "no scan '%.64s' among the last %u recorded", p[0], RR_SEGQ);
+	return VS_PARAM;
+}

@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recfsd's VSI-S: the state and configuration queries and commands
+ * (status?, error?, dir_info?, mode, net_protocol, net_port, mtu,
+ * identity) and delete=.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+int rd_dir_info(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	struct recfs_pack_info info;
+	uint64_t bytes = 0, n = 0;
+	struct recfs_rec rec;
+	pthread_mutex_lock(&d->pack_lock);
+	int err = recfs_pack_info(d->p, &info);
+	for (uint32_t i = 0; !err && recfs_rec_next(d->p, &i, &rec) == 0; i++) {
+		n++;
+		bytes += rec.committed_len;
+	}
+	pthread_mutex_unlock(&d->pack_lock);
+	if (err) {
+		rd_field(o, "%s", recfs_errmsg());
+		return VS_FAILED;
+	}
+	/* jive5ab on a FlexBuff (dirinfo_vbs.cc): ? : used : total; recfsd
+	 * counts the recordings, and adds the free bytes */
+	rd_field(o, "%" PRIu64, n);
+	rd_field(o, "%" PRIu64, bytes);
+	rd_field(o, "%" PRIu64, info.capacity);
+	rd_field(o, "%" PRIu64, info.free);
+	return 0;
+}
+
+/* status? : jive5ab's (status.cc): the status word, then the pending
+ * error's number, message and time.  Bits: 0x1 ready, 0x2 an error
+ * error? has not read yet (or a condition that refuses every scan),
+ * 0x40 recording, 0x80 pack full (Mark5's media full). */
+int rd_status(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	int rc;
+	unsigned st = RD_ST_READY;
+	rd_refresh(d);
+	const char *no = rd_refuse(d, &rc), *blind = rd_scan_blind(d, &d->cur);
+	if (d->recording)
+		st |= RD_ST_RECORD;
+	if (blind)
+		st |= RD_ST_ERROR;
+	if (no && !strncmp(no, "pack full", 9))
+		st |= RD_ST_FULL;
+	else if (no)
+		st |= RD_ST_ERROR;
+	if (d->err_no)
+		st |= RD_ST_ERROR;
+	rd_field(o, "0x%08x", st);
+	/* a condition that refuses every scan first (it names the member),
+	 * else the error error? has not read */
+	bool cond = no && !(st & RD_ST_FULL);
+	/* then a scan recording nothing while datagrams arrive (blind) */
+	if (cond || d->err_no || blind) {
+		char t[48];
+		bool now = cond || !d->err_no;
+		rd_vsi_time(now ? rd_now_ns() : d->err_ns, t, sizeof(t));
+		rd_field(o, "%d", now ? VS_FAILED : d->err_no);
+		rd_field(o, "%s", cond ? no : d->err_no ? d->err_msg : blind);
+		rd_field(o, "%s", t);
+	}
+	return VS_OK;
+}
+
+/* error? : jive5ab's (error.cc): number : message : time : (last time :
+ * count, empty: recfsd keeps one error), and the error is read: status?
+ * drops bit 0x2.  Empty fields when there is none. */
+int rd_error_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	rd_refresh(d);
+	if (!d->err_no) {
+		rd_field(o, "%s", "");
+		rd_field(o, "%s", "");
+		rd_field(o, "%s", "");
+	} else {
+		char t[48];
+		rd_vsi_time(d->err_ns, t, sizeof(t));
+		rd_field(o, "%d", d->err_no);
+		rd_field(o, "%s", d->err_msg);
+		rd_field(o, "%s", t);
+		d->err_no = 0;
+	}
+	rd_field(o, "%s", "");
+	rd_field(o, "%s", "");
+	return VS_OK;
+}
+
+/* mode = VDIF_<framesize>-<Mbps>-<channels>-<bits> | raw : what applies
+ * to recfs is the data type (vdif checks frames and keeps a loss map). */
+/* mode? : jive5ab's layout, as the FS's fb_mode reads it (nvi-inc/fs
+ * clib/mk5b_mode_util.c): mode : data type : tracks : track rate (Mbit/s)
+ * : frame size, from the last mode = VDIF_<payload>-<Mbps>-<channels>-<bits>;
+ * before one, the data type alone. */
+int rd_mode_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (!d->mode[0]) {
+		rd_field(o, "%s", d->fmt_vdif ? "vdif" : "raw");
+		return VS_OK;
+	}
+	rd_field(o, "%s", d->mode);
+	rd_field(o, "VDIF");
+	rd_field(o, "%u", d->mode_tracks);
+	rd_field(o, "%.6f", d->mode_tracks ? (double)d->mode_mbps / d->mode_tracks : 0.0);
+	rd_field(o, "%u", d->mode_payload + 32);
+	return VS_OK;
+}
+
+/* VDIF_<payload>-<Mbps>-<channels>-<bits>, every number strict */
+static int rd_mode_vdif(const char *m, uint64_t v[4])
+{
+	static const uint64_t hi[4] = { 65536 - 32, 1000000, 1024, 32 };
+	static const char *const what[4] = { "payload", "Mbit/s", "channels", "bits" };
+	char buf[64];
+	if (strlen(m) >= sizeof(buf) || strncasecmp(m, "VDIF_", 5))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", m + 5);
+	char *save = NULL, *t = strtok_r(buf, "-", &save);
+	for (unsigned k = 0; k < 4; k++, t = strtok_r(NULL, "-", &save))
+		if (!t || recfs_parse_num(what[k], t, 1, hi[k], &v[k]))
+			return -1;
+	return t || v[0] % 8 ? -1 : 0;
+}
+
+int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (np < 1) {
+		rd_field(o, "mode = VDIF_... or raw");
+		return VS_PARAM;
+	}
+	bool vdif;
+	uint64_t v[4] = { 0 };
+	if (!strncasecmp(p[0], "vdif", 4))
+		vdif = true;
+	else if (!strcasecmp(p[0], "raw") || !strcasecmp(p[0], "none"))
+		vdif = false;
+	else {
+		rd_field(o, "mode '%.32s': recfsd records VDIF or raw streams", p[0]);
+		return VS_PARAM;
+	}
+	if (vdif != d->fmt_vdif) {
+		rd_field(o, "recfsd was started with --format %s; restart it to change", d->fmt_vdif ? "vdif" : "raw");
+		return VS_CONFLICT;
+	}
+	if (vdif && strcasecmp(p[0], "vdif") && rd_mode_vdif(p[0], v)) {
+		rd_field(o, "mode '%.32s': want VDIF_<payload bytes>-<Mbit/s>-<channels>-<bits>", p[0]);
+		return VS_PARAM;
+	}
+	d->mode[0] = 0;
+	if (v[0]) {
+		snprintf(d->mode, sizeof(d->mode), "%s", p[0]);
+		d->mode_payload = (uint32_t)v[0];
+		d->mode_mbps = (uint32_t)v[1];
+		d->mode_tracks = (uint32_t)(v[2] * v[3]);
+	}
+	return VS_OK;
+}
+
+int rd_net_protocol_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	rd_field(o, "%s", d->st[0].r->strip == 8 ? "udps" : "udp");
+	rd_field(o, "%" PRIu64, d->st[0].r->rcvbuf);
+	return 0;
+}
+
+int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (np < 1 || (strcasecmp(p[0], "udp") && strcasecmp(p[0], "udps") && strcasecmp(p[0], "udpsnor"))) {
+		rd_field(o, "recfsd receives udp (and udps, the 8-byte sequence-number prefix, as --strip 8)");
+		return np < 1 ? VS_PARAM : VS_CONFLICT;
+	}
+	/* jive5ab: PROTOCOL : SOCBUF : BLOCKSIZE : NBLOCK.  A SOCBUF within
+	 * --rcvbuf is already had, a larger one is asked of the kernel; the
+	 * ring's shape is recfsd's own */
+	static const char *const what[] = { "", "SOCBUF", "BLOCKSIZE", "NBLOCK" };
+	uint64_t v[4] = { 0 }, rcvbuf = d->st[0].r->rcvbuf;
+	if (np > 4) {
+		rd_field(o, "net_protocol = PROTOCOL [: SOCBUF [: BLOCKSIZE [: NBLOCK]]]");
+		return VS_PARAM;
+	}
+	for (unsigned k = 1; k < np; k++)
+		if (p[k][0] && recfs_parse_bytes("net_protocol", p[k], 0, UINT64_MAX, &v[k])) {
+			rd_field(o, "net_protocol %s '%.32s' is not a size", what[k], p[k]);
+			return VS_PARAM;
+		}
+	bool udps = strcasecmp(p[0], "udp") != 0;
+	unsigned want = udps ? 8 : 0;
+	if (d->st[0].r->strip != want) {
+		rd_field(o, "inputs are bound with --strip %u; restart recfsd with --strip %u", d->st[0].r->strip,
+			 want);
+		return VS_CONFLICT;
+	}
+	/* a larger socket buffer than --rcvbuf (the FS asks 128 MB above 4
+	 * Gbit/s): grown on every input now, as far as the kernel allows */
+	if (v[1] > rcvbuf) {
+		if (v[1] > INT_MAX / 2) {
+			rd_field(o, "socket buffer at most %d bytes", INT_MAX / 2);
+			return VS_PARAM;
+		}
+		int ask = (int)v[1];
+		for (unsigned i = 0; i < d->nin; i++) {
+			const struct rd_input *in = &d->in[i];
+			int fd = d->nsplit ? in->split.fd : d->st[in->first].r->in_fd, have = 0;
+			socklen_t hl = sizeof(have);
+			if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &ask, sizeof(ask)))
+				setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &ask, sizeof(ask));
+			/* the kernel reports twice what it keeps for data */
+			if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &have, &hl) || (uint64_t)have / 2 < v[1]) {
+				rd_field(o, "input %s: the kernel gave a socket buffer of %d bytes, not %" PRIu64
+					 " (raise net.core.rmem_max, or start recfsd with --rcvbuf)",
+					 in->label, have / 2, v[1]);
+				return VS_CONFLICT;
+			}
+		}
+		for (unsigned k = 0; k < d->nst; k++)
+			d->st[k].r->rcvbuf = v[1];
+	}
+	return VS_OK;
+}
+
+int rd_net_port_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	/* jive5ab's form, [ADDR@]PORT: a ':' would split the field */
+	for (unsigned i = 0; i < d->nin; i++) {
+		char a[160];
+		snprintf(a, sizeof(a), "%s", d->in[i].spec + 4);
+		char *c = strrchr(a, ':');
+		if (c && c[1] != ']')
+			*c = '@';
+		rd_field(o, "%s", a);
+	}
+	return 0;
+}
+
+int rd_net_port(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (np != 1 || !p[0][0]) {
+		rd_field(o, "net_port = [ADDR@]PORT");
+		return VS_PARAM;
+	}
+	const char *port = strchr(p[0], '@') ? strchr(p[0], '@') + 1 : p[0];
+	for (unsigned i = 0; i < d->nin; i++) {
+		const char *mine = strrchr(d->in[i].spec, ':');
+		if (mine && !strcmp(mine + 1, port))
+			return 0; /* already listening there */
+	}
+	rd_field(o, "inputs are bound when recfsd starts (--input); port %.16s is not one of them", port);
+	return VS_CONFLICT;
+}
+
+int rd_mtu_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	rd_field(o, "%u", d->mtu ? d->mtu : 9000);
+	return 0;
+}
+
+int rd_mtu(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	uint64_t v;
+	if (np != 1 || recfs_parse_num("mtu", p[0], 64, 65535, &v)) {
+		rd_field(o, "mtu = 64 to 65535");
+		return VS_PARAM;
+	}
+	d->mtu = (uint32_t)v; /* datagram sizes are learned from the stream */
+	return 0;
+}
+
+/* delete = NAME : a recfs extension (the pack is the daemon's while it runs,
+ * so recfs rm cannot open it for writing): deletes a sealed recording that
+ * no scan of this daemon is still writing. */
+int rd_delete(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	if (np != 1 || !p[0][0]) {
+		rd_field(o, "delete = NAME");
+		return VS_PARAM;
+	}
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr *r = d->st[i].r;
+		for (uint64_t n = atomic_load(&r->seg_done); n < atomic_load(&r->seg_posted); n++)
+			if (!strcmp(rr_seg_at(r, n)->name, p[0])) {
+				rd_field(o, "'%.64s' is being recorded", p[0]);
+				return VS_CONFLICT;
+			}
+	}
+	struct recfs_rec rec;
+	pthread_mutex_lock(&d->pack_lock);
+	int err = recfs_rec_lookup(d->p, p[0], &rec);
+	if (!err)
+		err = recfs_rec_delete(d->p, rec.index, 0);
+	pthread_mutex_unlock(&d->pack_lock);
+	if (err) {
+		rd_field(o, "%s", recfs_errmsg());
+		return err == -ENOENT ? VS_PARAM : VS_FAILED;
+	}
+	return 0;
+}
+
+int rd_version_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	rd_field(o, "recfsd");
+	rd_field(o, "%s", RECFS_VERSION_STRING);
+	return VS_OK;
+}
+
+/* dts_id? : jive5ab's fields (dtsid.cc) on a FlexBuff: system type
+ * (none: "-"), software revision, media (1: disk), serial (the host's
+ * short name), DIMs, DOMs, command set revision, I/O board fields. */
+int rd_dts_id_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	char host[128] = "-";
+	gethostname(host, sizeof(host) - 1);
+	host[strcspn(host, ".")] = 0;
+	rd_field(o, "-");
+	rd_field(o, "recfsd-%s", RECFS_VERSION_STRING);
+	rd_field(o, "1");
+	rd_field(o, "%s", host);
+	rd_field(o, "0");
+	rd_field(o, "0");
+	rd_field(o, "-");
+	rd_field(o, "-");
+	rd_field(o, "-");
+	return VS_OK;
+}
+
+/* os_rev? : the first line of /proc/version, as jive5ab (os_rev.cc) */
+int rd_os_rev_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	char line[400] = "";
+	FILE *f = fopen("/proc/version", "r");
+	if (!f || !fgets(line, sizeof(line), f)) {
+		if (f)
+			fclose(f);
+		rd_field(o, "failed to read /proc/version");
+		return VS_FAILED;
+	}
+	fclose(f);
+	line[strcspn(line, "\n")] = 0;
+	rd_field(o, "%s", line);
+	return VS_OK;
+}
