@@ -304,6 +304,7 @@ static void *vs_main(void *arg)
 	struct vs_server *s = arg;
 	struct pollfd pf[VS_CLIENTS_MAX + 2];
 	struct vs_client *who[VS_CLIENTS_MAX]; /* the client of pf[k + 2] */
+	pthread_setname_np(pthread_self(), "vsi-s");  /* top -H, /proc/PID/task/TID/comm */
 	for (;;) {
 		unsigned n = 0, nc = 0;
 		/* out of descriptors: the listener stays readable, so leave it

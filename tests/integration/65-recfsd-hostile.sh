@@ -150,8 +150,14 @@ run python3 - "$RD_PID" "$RD_CTL" <<'PY'
 import os, socket, subprocess, sys, time
 pid, (host, port) = sys.argv[1], sys.argv[2].rsplit(":", 1)
 tick = os.sysconf("SC_CLK_TCK")
+# the control thread's own CPU time (named vsi-s): the recording's threads
+# run beside it, and under a loaded CI they alone once took 0.8 s of the 2
+tids = [t for t in os.listdir("/proc/%s/task" % pid)
+        if open("/proc/%s/task/%s/comm" % (pid, t)).read().strip() == "vsi-s"]
+if len(tids) != 1:
+    sys.exit("want one thread named vsi-s, found %d" % len(tids))
 def cpu():
-    f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+    f = open("/proc/%s/task/%s/stat" % (pid, tids[0])).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / tick
 lim = subprocess.run(["prlimit", "--pid", pid, "--nofile", "--noheadings", "--output", "SOFT,HARD"],
                      capture_output=True, text=True, check=True).stdout.split()
@@ -169,7 +175,7 @@ conns[-1].sendall(b"version?\n")
 got = conns[-1].makefile("rb").readline()
 for c in conns:
     c.close()
-print("%.2f CPU s in 2 s without descriptors; then %r" % (used, got))
+print("%.2f CPU s of the control thread in 2 s without descriptors; then %r" % (used, got))
 sys.exit(0 if used < 0.5 and got.startswith(b"!version ? 0 : recfsd") else 1)
 PY
 check "out of descriptors: recfsd waits, then serves the queued connection ($OUT)" test "$RC" = 0
