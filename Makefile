@@ -116,7 +116,7 @@ check-asan: deps
 # ThreadSanitizer over the multithreaded parts: the recorder, recfsd, the
 # mount, and the unit tests of their pieces.  Not 44 and 48: they bound the
 # driver's resident memory, which TSan's shadow multiplies.
-TSAN_TESTS := test_metrics test_vsis test_sdnotify integration/3 integration/6 \
+TSAN_TESTS := test_metrics test_vsis test_sdnotify integration/20-admin integration/3 integration/6 \
 	$(patsubst %,integration/%-,40 41 42 43 45 46 47 49 4a 4b)
 check-tsan: deps
 	$(MAKE) BUILD=build-tsan CFLAGS="-O1 -g -fno-omit-frame-pointer" \

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "recfs/recfs.h"
+#include "cat.h"
 #include "ctl.h"
 
 static const char *prog = "recfs";
@@ -340,8 +341,6 @@ static int cmd_cat(int argc, char **argv)
 	uint64_t off = 0, len = UINT64_MAX;
 	unsigned flags = RECFS_READ_VERIFY;
 	int c, ret = 1;
-	size_t bsz;
-	char *buf;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -375,46 +374,12 @@ static int cmd_cat(int argc, char **argv)
 		    r.name, (unsigned long long)r.committed_len);
 		goto out_close;
 	}
-	/* whole chunks per read, from a chunk boundary on: a verified read
-	 * checks every chunk it touches whole, so a chunk split over two
-	 * reads would be read and checked twice */
-	const size_t cs = recfs_pack_geom(p)->chunk_size;
-	bsz = (size_t)(4u << 20) > cs ? (size_t)(4u << 20) / cs * cs : cs;
-	buf = malloc(bsz);
-	if (!buf) {
-		die("out of memory");
-		goto out_close;
-	}
 	signal(SIGPIPE, SIG_IGN);
-	while (len) {
-		size_t want = bsz - (size_t)(off % cs);
-		if (want > len)
-			want = (size_t)len;
-		ssize_t got = recfs_rec_pread(p, &r, buf, want, off, flags);
-		if (got < 0) {
-			die("%s", recfs_errmsg());
-			goto out_buf;
-		}
-		if (got == 0)
-			break;
-		for (ssize_t w = 0; w < got;) {
-			ssize_t k = write(1, buf + w, (size_t)(got - w));
-			if (k < 0) {
-				if (errno == EINTR)
-					continue;
-				if (errno != EPIPE)
-					die("standard output: %s", strerror(errno));
-				ret = errno == EPIPE ? 0 : 1;
-				goto out_buf;
-			}
-			w += k;
-		}
-		off += (uint64_t)got;
-		len -= (uint64_t)got;
-	}
-	ret = 0;
-out_buf:
-	free(buf);
+	char err[600];
+	int e = recfs_cat_copy(p, &r, off, len, flags, 1, err, sizeof(err));
+	if (e && e != -EPIPE)
+		die("%s", err);
+	ret = e && e != -EPIPE;
 out_close:
 	recfs_pack_close(p);
 	return ret;
