@@ -3,9 +3,9 @@
  * The recording engine shared by recfs-record and recfsd.
  *
  * Three threads share one RAM ring of chunk-sized slots:
- *  - the receiver (rcv_*, input.c) fills the ring from the input: read() for
- *    a byte stream, recvmmsg() straight into the ring for UDP, or the
- *    built-in generators; it never waits for a disk, only for ring space
+ *  - the receiver (rcv_*: input.c, udp.c, split.c, rcv.c) fills the ring
+ *    from the input: read() for a byte stream, recvmmsg() straight into the
+ *    ring for UDP, or the built-in generators; it never waits for a disk, only for ring space
  *    (byte streams) or it drops datagrams and counts them (UDP);
  *  - the writer (wr_*, writer.c) sends every full slot to its member with
  *    one libaio request per chunk, members' queues kept at --queue-depth,
@@ -350,8 +350,10 @@ struct rr_split {
 	uint32_t thread[RR_MAX_LANES];   /* each lane's VDIF thread */
 };
 
-/* input.c */
+/* split.c */
 void *rcv_split_main(void *arg);
+
+/* input.c */
 int rr_parse_input(struct rr *r, const char *spec);
 int rr_open_input(struct rr *r);
 void *rcv_main(void *arg);
