@@ -7,7 +7,7 @@
 #ifndef RECFS_RECORDER_ENGINE_RCV_H
 #define RECFS_RECORDER_ENGINE_RCV_H
 
-#include "engine.h"
+#include "rr.h"
 
 #define RR_BATCH 64
 #define RR_COALESCE_NS 200000
