@@ -18,7 +18,9 @@
 
 _Atomic int rr_signal; /* a program's signal handler sets it (engine.h) */
 
-void rr_defaults(struct rr *r, const struct rr_opts *o)
+/* Before anything else: the engine's options, and every descriptor unset
+ * (so rr_engine_close is safe whatever failed). */
+static void rr_defaults(struct rr *r, const struct rr_opts *o)
 {
 	r->fmt_vdif = o->fmt_vdif;
 	r->packet_size = o->packet_size;
@@ -34,7 +36,8 @@ void rr_defaults(struct rr *r, const struct rr_opts *o)
 	r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
 }
 
-int rr_engine_init(struct rr *r)
+/* eventfds, locks */
+static int rr_engine_init(struct rr *r)
 {
 	r->data_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	r->space_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -52,7 +55,7 @@ int rr_engine_init(struct rr *r)
 	return 0;
 }
 
-void rr_engine_close(struct rr *r)
+static void rr_engine_close(struct rr *r)
 {
 	if (r->data_efd >= 0)
 		close(r->data_efd);
@@ -65,7 +68,8 @@ void rr_engine_close(struct rr *r)
 	r->data_efd = r->space_efd = r->aio_efd = r->rcv_efd = -1;
 }
 
-void rr_cm_stop(struct rr *r, pthread_t cm)
+/* Stop the committer thread cm (after the writer ended) and wait for it. */
+static void rr_cm_stop(struct rr *r, pthread_t cm)
 {
 	pthread_mutex_lock(&r->cm_lock);
 	r->cm_quit = true;
@@ -74,7 +78,9 @@ void rr_cm_stop(struct rr *r, pthread_t cm)
 	pthread_join(cm, NULL);
 }
 
-void rr_release(struct rr *r)
+/* Everything rr_new and rr_start set up: descriptors, ring, statistics
+ * file, generator, checksum array.  The pack stays the caller's. */
+static void rr_release(struct rr *r)
 {
 	rr_engine_close(r);
 	if (r->json_f && r->json_f != stdout)

@@ -327,18 +327,6 @@ int64_t wr_run(struct rr *r);
 /* recfsd: write and seal segments until wr_quit and none is left */
 void *wr_main(void *arg);
 
-/* engine.c: the parts of rr_new, rr_start, rr_wait and rr_free */
-/* Before anything else: the engine's options, and every descriptor unset
- * (so rr_engine_close is safe whatever failed). */
-void rr_defaults(struct rr *r, const struct rr_opts *o);
-int rr_engine_init(struct rr *r);      /* eventfds, locks */
-void rr_engine_close(struct rr *r);
-/* Stop the committer thread cm (after the writer ended) and wait for it. */
-void rr_cm_stop(struct rr *r, pthread_t cm);
-/* Everything rr_defaults onwards set up: descriptors, ring, statistics
- * file, generator, checksum array.  The pack stays the caller's. */
-void rr_release(struct rr *r);
-
 /* report.c */
 int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why, const struct rusage *ru);
 void rr_summary(struct rr *r, uint64_t len, const struct rusage *ru);

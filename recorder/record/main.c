@@ -8,24 +8,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <libaio.h>
 #include <limits.h>
-#include <linux/sock_diag.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
