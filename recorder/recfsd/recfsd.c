@@ -651,7 +651,8 @@ static int rd_streams_setup(struct rd *d, const struct rd_args *a)
 				snprintf(thr, sizeof(thr), "_t%d", st->thread);
 			snprintf(st->suffix, sizeof(st->suffix), "%s%s", lab, thr);
 			d->nst++;
-			/* the streams of a scan share the free space between them */
+			/* every stream's engine shares the pack, its lock, one
+			 * group flush and the scans' free-space shares */
 			struct rr_conf c = { .prog = PROG, .input = in->spec, .eo = a->eo, .p = d->p,
 					     .pack_spec = d->pack_spec, .quiet = true, .daemon = true,
 					     .no_socket = l > 0, .pack_lock = &d->pack_lock,
