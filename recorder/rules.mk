@@ -2,7 +2,7 @@
 # folder per program: recfs-record (record/), recfsd (recfsd/), recfs-play
 # (play/).  Headers are found through -Irecorder as "engine/engine.h" etc.
 RECORDER_COMMON := $(patsubst %,$(BUILD)/obj/recorder/common/%.o,util gen vdif opts)
-ENGINE_OBJS := $(patsubst %,$(BUILD)/obj/recorder/engine/%.o,engine ring input writer commit report)
+ENGINE_OBJS := $(patsubst %,$(BUILD)/obj/recorder/engine/%.o,engine ring input rcv udp split writer commit report)
 SDNOTIFY_OBJS := $(BUILD)/obj/recorder/common/sdnotify.o
 
 PROGS += $(BUILD)/bin/recfs-record $(BUILD)/bin/recfs-play

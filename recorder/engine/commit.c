@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "rr.h"
 
 /* Checksums of chunks [from, to), copied out under the lock, for a commit
  * at len bytes: when len is the partial chunk the writer wrote on a stall,

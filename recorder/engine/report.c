@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Statistics: the summary and --stats-json.
+ * Statistics: the summary and --stats-json; recfs-record's seal and verdict
+ * (rr_finish).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -8,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "rr.h"
 
 const char *const rr_stop_what[] = {
 	[RR_STOP_NONE] = "stopped",
@@ -123,3 +124,82 @@ void rr_summary(struct rr *r, uint64_t len, const struct rusage *ru)
 		(unsigned long long)r->commits, (double)r->commit_max_ns * 1e-6);
 }
 
+
+enum rr_outcome rr_finish(struct rr *r, int64_t len, char *line, size_t n)
+{
+	enum rr_outcome status = RR_NOTHING;
+	int err;
+
+	line[0] = 0;
+	enum rr_stop why = (enum rr_stop)atomic_load(&r->stop);
+	if (r->err_errno && why != RR_STOP_FULL)
+		why = RR_STOP_IOERR; /* the writer failed after the input stopped: not all is kept */
+	if (!r->created) {
+		if (why == RR_STOP_FULL)
+			status = RR_FULL;
+		else if (r->in_err[0])
+			snprintf(line, n, "%s; recording '%s' not created", r->in_err, r->name);
+		else if (r->err_errno == 0)
+			snprintf(line, n, "no data from %s; recording '%s' not created",
+				 r->in_path ? r->in_path : r->input_spec, r->name);
+		if (r->json_f) { /* the statistics say so */
+			struct rusage ru;
+			getrusage(RUSAGE_SELF, &ru);
+			rr_write_json(r, r->rec.committed_len, (int)status, why, &ru);
+		}
+		return status;
+	}
+
+	/* seal at the exact length (the receiver's loss map is final) */
+	char msg[768] = "";
+	if (r->cm_err) /* the metadata path is broken: the seal is tried once anyway */
+		snprintf(msg, sizeof(msg), "%.511s", r->cm_msg);
+	err = cm_seal(r, len);
+	if (err) {
+		snprintf(msg, sizeof(msg),
+			 "%s; '%s' may not be sealed: its last %llu committed bytes are durable"
+			 " (fsck.recfs -y recovers it)",
+			 recfs_errmsg(), r->name, (unsigned long long)r->durable_len);
+		status = RR_IO;
+	} else {
+		status = why == RR_STOP_FULL ? RR_FULL
+		       : why == RR_STOP_IOERR ? RR_IO
+		       : why == RR_STOP_INPUT ? RR_INPUT : RR_OK;
+	}
+	if (!err && why == RR_STOP_IOERR && r->err_member >= 0 && !msg[0])
+		if (r->err_short >= 0)
+			snprintf(msg, sizeof(msg), "member %d (%s): write failed at byte %llu of '%s': "
+				 "short write, %ld of %u bytes (device full?)",
+				 r->err_member, recfs_pack_dev(r->p, (unsigned)r->err_member)->path,
+				 (unsigned long long)r->err_off, r->name, r->err_short, r->err_len);
+		else
+			snprintf(msg, sizeof(msg), "member %d (%s): write failed at byte %llu of '%s': %s",
+				 r->err_member, recfs_pack_dev(r->p, (unsigned)r->err_member)->path,
+				 (unsigned long long)r->err_off, r->name, strerror(r->err_errno));
+	else if (!err && why == RR_STOP_IOERR && !msg[0])
+		snprintf(msg, sizeof(msg), "writer failed: %s", strerror(r->err_errno ? r->err_errno : EIO));
+	else if (!err && why == RR_STOP_INPUT)
+		snprintf(msg, sizeof(msg), "%.255s", r->in_err);
+
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	if (!r->quiet)
+		rr_summary(r, r->rec.committed_len, &ru);
+	char hs[32];
+	/* the statistics before the last line, which stays the verdict; a
+	 * write error there is reported but leaves the outcome alone */
+	struct rusage ru2;
+	getrusage(RUSAGE_SELF, &ru2);
+	rr_write_json(r, r->rec.committed_len, (int)status, why, &ru2);
+	if (err)
+		snprintf(line, n, "%s", msg);
+	else if (msg[0])
+		snprintf(line, n, "%s; '%s' sealed at %llu bytes (%s)", msg, r->name,
+			 (unsigned long long)r->rec.committed_len,
+			 recfs_fmt_size(r->rec.committed_len, hs, sizeof(hs)));
+	else
+		snprintf(line, n, "'%s' sealed at %llu bytes (%s): %s", r->name,
+			 (unsigned long long)r->rec.committed_len,
+			 recfs_fmt_size(r->rec.committed_len, hs, sizeof(hs)), rr_stop_what[why]);
+	return status;
+}

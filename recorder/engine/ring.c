@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "rr.h"
 
 uint64_t rr_mem_available(void)
 {

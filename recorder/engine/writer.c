@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
+#include "rr.h"
 
 struct wr_slot {
 	struct iocb cb;

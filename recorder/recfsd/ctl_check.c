@@ -171,16 +171,13 @@ int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		if (which != UINT64_MAX && i != which)
 			continue;
 		struct rr *r = d->st[i].r;
-		struct rr_seg *s = rr_seg_at(r, sc.seg);
-		pthread_mutex_lock(&r->seg_lock);
-		struct recfs_rec rec = s->rec;
-		int state = atomic_load(&s->state);
-		uint64_t len = s->len;
-		char msg[sizeof(s->msg)], name[RECFS_NAME_MAX + 1];
-		snprintf(msg, sizeof(msg), "%s", s->msg);
-		snprintf(name, sizeof(name), "%s", s->name);
-		pthread_mutex_unlock(&r->seg_lock);
-		if (state == RR_SEG_FAILED || rr_seg_blind(r, s, d->blind, sizeof(d->blind))) {
+		struct rr_seg_result res;
+		rr_seg_result(r, sc.seg, &res);
+		struct recfs_rec rec = res.rec;
+		int state = res.state;
+		uint64_t len = res.len;
+		const char *msg = res.msg, *name = res.name;
+		if (state == RR_SEG_FAILED || rr_seg_blind(r, sc.seg, d->blind, sizeof(d->blind))) {
 			rd_field(o, "%" PRIu64, sc.no);
 			rd_field(o, "%s", name);
 			rd_field(o, "error");

@@ -107,14 +107,12 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	struct recfs_rec rec = { 0 };
 	bool have = false;
 	for (unsigned i = 0; i < d->nst && !have; i++) {
-		struct rr *r = d->st[i].r;
-		struct rr_seg *s = rr_seg_at(r, d->check.seg);
-		pthread_mutex_lock(&r->seg_lock);
-		if (atomic_load(&s->state) == RR_SEG_SEALED && s->len) {
-			rec = s->rec;
+		struct rr_seg_result res;
+		rr_seg_result(d->st[i].r, d->check.seg, &res);
+		if (res.state == RR_SEG_SEALED && res.len) {
+			rec = res.rec;
 			have = true;
 		}
-		pthread_mutex_unlock(&r->seg_lock);
 	}
 	if (!have) {
 		rd_field(o, "scan %" PRIu64 " has no recording to copy", d->check.no);

@@ -26,14 +26,15 @@ static void rd_sums(const struct rd *d, struct rd_sums *t)
 {
 	memset(t, 0, sizeof(*t));
 	for (unsigned i = 0; i < d->nst; i++) {
-		struct rr *r = d->st[i].r;
-		t->packets += atomic_load_explicit(&r->tot_packets, memory_order_relaxed);
-		t->bytes += atomic_load_explicit(&r->tot_bytes, memory_order_relaxed);
-		t->ring_dropped += atomic_load_explicit(&r->tot_ring_dropped, memory_order_relaxed);
-		t->kernel_dropped += atomic_load_explicit(&r->tot_kernel_dropped, memory_order_relaxed);
-		t->wrong_size += atomic_load_explicit(&r->tot_wrong_size, memory_order_relaxed);
-		t->frames_lost += atomic_load_explicit(&r->tot_frames_lost, memory_order_relaxed);
-		t->written += atomic_load_explicit(&r->tot_written, memory_order_relaxed);
+		struct rr_stats s;
+		rr_stats(d->st[i].r, &s);
+		t->packets += s.packets;
+		t->bytes += s.bytes;
+		t->ring_dropped += s.ring_dropped;
+		t->kernel_dropped += s.kernel_dropped;
+		t->wrong_size += s.wrong_size;
+		t->frames_lost += s.frames_lost;
+		t->written += s.written;
 	}
 }
 
@@ -150,10 +151,10 @@ int rd_tstat_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	rd_field(o, "write %.3e bps", (double)(t.written - d->tstat_wr) * 8 / dt);
 	uint64_t fill = 0, size = 0;
 	for (unsigned i = 0; i < d->nst; i++) {
-		struct rr *r = d->st[i].r;
-		uint64_t rel = atomic_load(&r->released), f = atomic_load(&r->filled);
-		size += r->ring_size;
-		fill += f > rel ? f - rel : 0;
+		struct rr_stats s;
+		rr_stats(d->st[i].r, &s);
+		size += s.ring_size;
+		fill += s.ring_fill;
 	}
 	rd_field(o, "F%4.1f%%", size ? fill * 100.0 / size : 0.0);
 	d->tstat_ns = now;

@@ -37,8 +37,11 @@ int rd_record_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	}
 	rd_refresh(d);
 	uint64_t bytes = 0;
-	for (unsigned i = 0; i < d->nst; i++)
-		bytes += atomic_load(&d->st[i].r->tot_bytes);
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr_stats s;
+		rr_stats(d->st[i].r, &s);
+		bytes += s.bytes;
+	}
 	bytes -= bytes < d->bytes0 ? bytes : d->bytes0;
 	if (d->recording) {
 		rd_field(o, "on");

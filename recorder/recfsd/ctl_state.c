@@ -174,8 +174,8 @@ int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 
 int rd_net_protocol_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	rd_field(o, "%s", d->st[0].r->strip == 8 ? "udps" : "udp");
-	rd_field(o, "%" PRIu64, d->st[0].r->rcvbuf);
+	rd_field(o, "%s", rr_strip(d->st[0].r) == 8 ? "udps" : "udp");
+	rd_field(o, "%" PRIu64, rr_rcvbuf(d->st[0].r));
 	return 0;
 }
 
@@ -189,7 +189,7 @@ int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	 * --rcvbuf is already had, a larger one is asked of the kernel; the
 	 * ring's shape is recfsd's own */
 	static const char *const what[] = { "", "SOCBUF", "BLOCKSIZE", "NBLOCK" };
-	uint64_t v[4] = { 0 }, rcvbuf = d->st[0].r->rcvbuf;
+	uint64_t v[4] = { 0 }, rcvbuf = rr_rcvbuf(d->st[0].r);
 	if (np > 4) {
 		rd_field(o, "net_protocol = PROTOCOL [: SOCBUF [: BLOCKSIZE [: NBLOCK]]]");
 		return VS_PARAM;
@@ -201,8 +201,8 @@ int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		}
 	bool udps = strcasecmp(p[0], "udp") != 0;
 	unsigned want = udps ? 8 : 0;
-	if (d->st[0].r->strip != want) {
-		rd_field(o, "inputs are bound with --strip %u; restart recfsd with --strip %u", d->st[0].r->strip,
+	if (rr_strip(d->st[0].r) != want) {
+		rd_field(o, "inputs are bound with --strip %u; restart recfsd with --strip %u", rr_strip(d->st[0].r),
 			 want);
 		return VS_CONFLICT;
 	}
@@ -216,7 +216,7 @@ int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		int ask = (int)v[1];
 		for (unsigned i = 0; i < d->nin; i++) {
 			const struct rd_input *in = &d->in[i];
-			int fd = d->nsplit ? in->split.fd : d->st[in->first].r->in_fd, have = 0;
+			int fd = d->nsplit ? in->split.fd : rr_input_fd(d->st[in->first].r), have = 0;
 			socklen_t hl = sizeof(have);
 			if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &ask, sizeof(ask)))
 				setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &ask, sizeof(ask));
@@ -229,7 +229,7 @@ int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 			}
 		}
 		for (unsigned k = 0; k < d->nst; k++)
-			d->st[k].r->rcvbuf = v[1];
+			rr_set_rcvbuf(d->st[k].r, v[1]);
 	}
 	return VS_OK;
 }
@@ -291,12 +291,10 @@ int rd_delete(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_PARAM;
 	}
 	for (unsigned i = 0; i < d->nst; i++) {
-		struct rr *r = d->st[i].r;
-		for (uint64_t n = atomic_load(&r->seg_done); n < atomic_load(&r->seg_posted); n++)
-			if (!strcmp(rr_seg_at(r, n)->name, p[0])) {
-				rd_field(o, "'%.64s' is being recorded", p[0]);
-				return VS_CONFLICT;
-			}
+		if (rr_seg_pending(d->st[i].r, p[0])) {
+			rd_field(o, "'%.64s' is being recorded", p[0]);
+			return VS_CONFLICT;
+		}
 	}
 	struct recfs_rec rec;
 	pthread_mutex_lock(&d->pack_lock);

@@ -33,37 +33,34 @@ static void rd_per_stream(struct rd *d, struct mx_buf *b, const char *name, cons
 #define RD_GETTER(fn, expr)                                                                        \
 	static uint64_t fn(const struct rd_stream *st)                                             \
 	{                                                                                          \
-		struct rr *r = st->r;                                                              \
+		struct rr_stats s;                                                                 \
+		rr_stats(st->r, &s);                                                               \
 		return (expr);                                                                     \
 	}
-RD_GETTER(get_bytes, atomic_load_explicit(&r->tot_bytes, memory_order_relaxed))
-RD_GETTER(get_written, atomic_load_explicit(&r->tot_written, memory_order_relaxed))
-RD_GETTER(get_idle, atomic_load_explicit(&r->tot_idle_packets, memory_order_relaxed))
-RD_GETTER(get_idle_bytes, atomic_load_explicit(&r->tot_idle_bytes, memory_order_relaxed))
-RD_GETTER(get_ring_dropped, atomic_load_explicit(&r->tot_ring_dropped, memory_order_relaxed))
-RD_GETTER(get_wrong, atomic_load_explicit(&r->tot_wrong_size, memory_order_relaxed))
-RD_GETTER(get_ring_size, r->ring_size)
-RD_GETTER(get_ring_max, atomic_load_explicit(&r->ring_max, memory_order_relaxed))
-RD_GETTER(get_start_ns, atomic_load_explicit(&r->start_latency_ns, memory_order_relaxed))
-RD_GETTER(get_blind_total, atomic_load_explicit(&r->tot_blind, memory_order_relaxed))
+RD_GETTER(get_bytes, s.bytes)
+RD_GETTER(get_written, s.written)
+RD_GETTER(get_idle, s.idle_packets)
+RD_GETTER(get_idle_bytes, s.idle_bytes)
+RD_GETTER(get_ring_dropped, s.ring_dropped)
+RD_GETTER(get_wrong, s.wrong_size)
+RD_GETTER(get_ring_size, s.ring_size)
+RD_GETTER(get_ring_max, s.ring_max)
+RD_GETTER(get_start_ns, s.start_latency_ns)
+RD_GETTER(get_blind_total, s.blind)
+RD_GETTER(get_ring_fill, s.ring_fill)
 
-static uint64_t get_ring_fill(const struct rd_stream *st)
+/* an input's totals: its first stream's (lane 0 of a split input) */
+static struct rr_stats rd_input_stats(const struct rd *d, unsigned i)
 {
-	uint64_t f = atomic_load_explicit(&st->r->filled, memory_order_acquire);
-	uint64_t rel = atomic_load_explicit(&st->r->released, memory_order_acquire);
-	return f > rel ? f - rel : 0;
+	struct rr_stats s;
+	rr_stats(d->st[d->in[i].first].r, &s);
+	return s;
 }
 
 /* frames lost in sealed scans plus the open one's so far */
 static uint64_t get_frames_lost(const struct rd_stream *st)
 {
-	struct rr *r = st->r;
-	uint64_t v = atomic_load_explicit(&r->tot_frames_lost, memory_order_relaxed);
-	pthread_mutex_lock(&r->loss_lock);
-	if (atomic_load_explicit(&r->seg_open, memory_order_acquire))
-		v += r->loss_pub.frames_lost;
-	pthread_mutex_unlock(&r->loss_lock);
-	return v;
+	return rr_frames_lost(st->r);
 }
 
 static void rd_render(void *ctx, struct mx_buf *b)
@@ -75,18 +72,18 @@ static void rd_render(void *ctx, struct mx_buf *b)
 	mx_family(b, "recfsd_input_datagrams_total", "counter", "Datagrams received, in scans or not");
 	for (unsigned i = 0; i < d->nin; i++)
 		mx_sample(b, "recfsd_input_datagrams_total", MX_LABELS("input", d->in[i].label),
-			  atomic_load_explicit(&d->st[d->in[i].first].r->tot_packets, memory_order_relaxed));
+			  rd_input_stats(d, i).packets);
 	mx_family(b, "recfsd_input_kernel_dropped_datagrams_total", "counter",
 		  "Datagrams the kernel dropped: the socket buffer was full");
 	for (unsigned i = 0; i < d->nin; i++)
 		mx_sample(b, "recfsd_input_kernel_dropped_datagrams_total", MX_LABELS("input", d->in[i].label),
-			  atomic_load_explicit(&d->st[d->in[i].first].r->tot_kernel_dropped, memory_order_relaxed));
+			  rd_input_stats(d, i).kernel_dropped);
 	if (d->nsplit) {
 		mx_family(b, "recfsd_input_other_thread_datagrams_total", "counter",
 			  "Datagrams of a VDIF thread no --split lane takes, or no VDIF frame");
 		for (unsigned i = 0; i < d->nin; i++)
 			mx_sample(b, "recfsd_input_other_thread_datagrams_total", MX_LABELS("input", d->in[i].label),
-				  atomic_load_explicit(&d->st[d->in[i].first].r->tot_other, memory_order_relaxed));
+				  rd_input_stats(d, i).other);
 	}
 
 	/* streams: what went into recordings */
@@ -132,7 +129,7 @@ static void rd_render(void *ctx, struct mx_buf *b)
 		for (unsigned m = 0; m < g->members; m++) {
 			uint64_t v = 0;
 			for (unsigned k = 0; k < d->nst; k++) {
-				const struct rr_member_stat *ms = &d->st[k].r->mst[m];
+				const struct rr_member_stat *ms = rr_member_stat(d->st[k].r, m);
 				uint64_t x = f == 0 ? atomic_load_explicit(&ms->writes, memory_order_relaxed)
 					   : f == 1 ? atomic_load_explicit(&ms->sum_ns, memory_order_relaxed)
 					   : f == 2 ? atomic_load_explicit(&ms->max_ns, memory_order_relaxed)
@@ -182,7 +179,7 @@ static void rd_render(void *ctx, struct mx_buf *b)
 	for (unsigned k = 0; k < d->nst; k++) {
 		const struct rd_stream *st = &d->st[k];
 		const char *sfx = st->suffix[0] == '_' ? st->suffix + 1 : st->suffix;
-		bool blind = d->cur.no && rr_seg_blind(st->r, rr_seg_at(st->r, d->cur.seg), NULL, 0);
+		bool blind = d->cur.no && rr_seg_blind(st->r, d->cur.seg, NULL, 0);
 		mx_sample(b, "recfsd_scan_blind", MX_LABELS("input", d->in[st->input].label, "stream", sfx),
 			  (uint64_t)blind);
 	}

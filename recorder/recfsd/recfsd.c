@@ -59,7 +59,7 @@ void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, si
 bool rd_scan_done(const struct rd *d, const struct rd_scan *sc)
 {
 	for (unsigned i = 0; i < d->nst; i++)
-		if (atomic_load_explicit(&d->st[i].r->seg_done, memory_order_acquire) <= sc->seg)
+		if (rr_seg_done(d->st[i].r) <= sc->seg)
 			return false;
 	return true;
 }
@@ -74,15 +74,14 @@ void rd_refresh(struct rd *d)
 		return;
 	bool all = true;
 	for (unsigned i = 0; i < d->nst; i++) {
-		struct rr_seg *s = rr_seg_at(d->st[i].r, d->cur.seg);
-		if (atomic_load_explicit(&s->state, memory_order_acquire) < RR_SEG_ENDED) {
+		enum rr_stop why;
+		if (rr_seg_state(d->st[i].r, d->cur.seg, &why) < RR_SEG_ENDED) {
 			all = false;
 			continue;
 		}
-		int why = atomic_load(&s->why);
 		if (why != RR_STOP_NONE && !d->halted[0]) {
 			char name[RECFS_NAME_MAX + 1];
-			snprintf(name, sizeof(name), "%s", s->name);
+			snprintf(name, sizeof(name), "%s", rr_seg_name(d->st[i].r, d->cur.seg));
 			snprintf(d->halted, sizeof(d->halted), "%s: scan '%s' stopped",
 				 rr_stop_what[why], name);
 			rd_error(d, VS_FAILED, d->halted);
@@ -97,16 +96,17 @@ const char *rd_refuse(struct rd *d, int *rc)
 {
 	*rc = VS_FAILED;
 	for (unsigned i = 0; i < d->nst; i++) {
-		struct rr *r = d->st[i].r;
-		if (atomic_load(&r->wr_failed)) {
+		struct rr_stats s;
+		rr_stats(d->st[i].r, &s);
+		if (s.wr_failed) {
 			snprintf(d->why, sizeof(d->why), "member I/O error: no more scans on this pack (%s)",
-				 r->err_member >= 0 ? recfs_pack_dev(d->p, (unsigned)r->err_member)->path
-						    : "writer");
+				 s.err_member >= 0 ? recfs_pack_dev(d->p, (unsigned)s.err_member)->path
+						   : "writer");
 			return d->why;
 		}
-		if (atomic_load(&r->eof)) {
+		if (s.eof) {
 			snprintf(d->why, sizeof(d->why), "input %s stopped: %s", d->in[d->st[i].input].label,
-				 r->in_err[0] ? r->in_err : "receiver ended");
+				 s.in_err[0] ? s.in_err : "receiver ended");
 			return d->why;
 		}
 	}
@@ -114,7 +114,7 @@ const char *rd_refuse(struct rd *d, int *rc)
 	 * sealed (a recording holds the largest extent until its seal) */
 	bool sealing = false;
 	for (unsigned i = 0; i < d->nst; i++)
-		sealing |= atomic_load(&d->st[i].r->seg_done) < atomic_load(&d->st[i].r->seg_posted);
+		sealing |= rr_seg_done(d->st[i].r) < rr_seg_posted(d->st[i].r);
 	struct recfs_pack_info info;
 	pthread_mutex_lock(&d->pack_lock);
 	int err = recfs_pack_info(d->p, &info);
@@ -136,10 +136,7 @@ bool rd_name_taken(struct rd *d, const char *name)
 		pthread_mutex_lock(&d->pack_lock);
 		bool found = recfs_rec_lookup(d->p, rn, &old) == 0;
 		pthread_mutex_unlock(&d->pack_lock);
-		struct rr *r = d->st[i].r;
-		for (uint64_t n = atomic_load(&r->seg_done); !found && n < atomic_load(&r->seg_posted); n++)
-			found = !strcmp(rr_seg_at(r, n)->name, rn);
-		if (found)
+		if (found || rr_seg_pending(d->st[i].r, rn))
 			return true;
 	}
 	return false;
@@ -187,9 +184,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 			snprintf(d->why, sizeof(d->why), "scan name '%.64s' is not a valid recording name", rn);
 			return VS_PARAM;
 		}
-		struct rr *r = d->st[i].r;
-		uint64_t posted = atomic_load(&r->seg_posted);
-		if (posted >= RR_SEGQ && atomic_load(&r->seg_done) <= posted - RR_SEGQ) {
+		if (rr_seg_full(d->st[i].r)) {
 			snprintf(d->why, sizeof(d->why), "%u scans still being sealed", RR_SEGQ);
 			return VS_BUSY;
 		}
@@ -205,23 +200,26 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	uint64_t seg = 0;
 	/* the slot is free: its last scan's streams have all been sealed */
 	pthread_mutex_lock(&d->pack_lock);
-	d->share_left[atomic_load(&d->st[0].r->seg_posted) % RR_SEGQ] = d->nst;
+	d->share_left[rr_seg_posted(d->st[0].r) % RR_SEGQ] = d->nst;
 	pthread_mutex_unlock(&d->pack_lock);
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
 		rd_rec_name(d, name, i, rn, sizeof(rn));
 		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, d->t_stmt_ns, &seg);
-		rr_kick(d->st[i].r->data_efd);
+		rr_kick_writer(d->st[i].r);
 	}
 	/* every stream posted: now wake receivers waiting between scans, so
 	 * the scan opens before the next datagram is read */
 	for (unsigned i = 0; i < d->nst; i++)
-		rr_kick(d->st[i].r->rcv_efd);
+		rr_kick_receiver(d->st[i].r);
 	d->scans++;
 	d->stop_at_ns = 0;
 	d->bytes0 = 0;
-	for (unsigned i = 0; i < d->nst; i++)
-		d->bytes0 += atomic_load(&d->st[i].r->tot_bytes);
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr_stats s;
+		rr_stats(d->st[i].r, &s);
+		d->bytes0 += s.bytes;
+	}
 	memset(&d->cur, 0, sizeof(d->cur));
 	d->cur.no = d->scans;
 	d->cur.seg = seg;
@@ -275,12 +273,12 @@ void rd_line_end(struct rd *d)
 	d->close_pending = false;
 	for (unsigned i = 0; i < d->nst; i++) {
 		rr_seg_close(d->st[i].r);
-		rr_kick(d->st[i].r->data_efd);
+		rr_kick_writer(d->st[i].r);
 	}
 	/* a receiver waiting for the stream closes the scan now, before
 	 * the next datagram */
 	for (unsigned i = 0; i < d->nst; i++)
-		rr_kick(d->st[i].r->rcv_efd);
+		rr_kick_receiver(d->st[i].r);
 }
 
 /* Scan sc received datagrams on a stream and recorded (almost) none, all
@@ -291,8 +289,7 @@ const char *rd_scan_blind(struct rd *d, const struct rd_scan *sc)
 	if (!sc->no)
 		return NULL;
 	for (unsigned i = 0; i < d->nst; i++) {
-		struct rr *r = d->st[i].r;
-		if (rr_seg_blind(r, rr_seg_at(r, sc->seg), d->blind, sizeof(d->blind)))
+		if (rr_seg_blind(d->st[i].r, sc->seg, d->blind, sizeof(d->blind)))
 			return d->blind;
 	}
 	return NULL;
@@ -585,8 +582,11 @@ static int rd_open_pack(struct rd *d)
 {
 	/* the pack: the exclusive writer lock is held for the daemon's life */
 	pthread_mutex_init(&d->pack_lock, NULL);
-	rr_gflush_init(&d->gflush);
 	pthread_mutex_init(&d->lock, NULL);
+	if (!(d->gflush = rr_gflush_new())) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
 	int err = recfs_pack_open(d->pack_spec, RECFS_O_RDWR, &d->p);
 	if (err) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
@@ -628,8 +628,6 @@ out_close:
  * (said; rd_streams_free frees what was made). */
 static int rd_streams_setup(struct rd *d, const struct rd_args *a)
 {
-	const struct recfs_geom *g = recfs_pack_geom(d->p);
-
 	unsigned lanes = d->nsplit ? d->nsplit : 1;
 	if (d->nin * lanes > RD_MAX_STREAMS) {
 		fprintf(stderr, PROG ": %u inputs of %u streams each: at most %u streams\n", d->nin, lanes,
@@ -642,12 +640,6 @@ static int rd_streams_setup(struct rd *d, const struct rd_args *a)
 		in->n = lanes;
 		for (unsigned l = 0; l < lanes; l++) {
 			struct rd_stream *st = &d->st[d->nst];
-			struct rr *r = calloc(1, sizeof(*r));
-			if (!r) {
-				fprintf(stderr, PROG ": out of memory\n");
-				return -1;
-			}
-			st->r = r;
 			st->input = i;
 			st->thread = d->nsplit ? (int)d->split_thread[l] : -1;
 			/* built apart: the label lives in the same object as the
@@ -659,47 +651,37 @@ static int rd_streams_setup(struct rd *d, const struct rd_args *a)
 				snprintf(thr, sizeof(thr), "_t%d", st->thread);
 			snprintf(st->suffix, sizeof(st->suffix), "%s%s", lab, thr);
 			d->nst++;
-			r->prog = PROG;
-			r->daemon = true;
-			r->p = d->p;
-			r->g = g;
-			r->chunk = g->chunk_size;
-			r->pack_lock = &d->pack_lock;
-			r->gflush = &d->gflush;
-			r->pack_spec = d->pack_spec;
-			rr_defaults(r, &a->eo);
-			r->progress = 0;
-			r->quiet = true;
+			/* every stream's engine shares the pack, its lock, one
+			 * group flush and the scans' free-space shares */
+			struct rr_conf c = { .prog = PROG, .input = in->spec, .eo = a->eo, .p = d->p,
+					     .pack_spec = d->pack_spec, .quiet = true, .daemon = true,
+					     .no_socket = l > 0, .pack_lock = &d->pack_lock,
+					     .gflush = d->gflush, .share_left = d->share_left };
 			if (a->eo.buffer) {
-				r->buffer = a->eo.buffer / lanes;
+				c.eo.buffer = a->eo.buffer / lanes;
 			} else {
 				/* an eighth of what the machine has free, over the streams */
-				r->buffer = rr_mem_available() / 8 / (d->nin * lanes);
-				if (r->buffer < (64ull << 20))
-					r->buffer = 64ull << 20;
-				if (r->buffer > (1ull << 30))
-					r->buffer = 1ull << 30;
+				c.eo.buffer = rr_mem_available() / 8 / (d->nin * lanes);
+				if (c.eo.buffer < (64ull << 20))
+					c.eo.buffer = 64ull << 20;
+				if (c.eo.buffer > (1ull << 30))
+					c.eo.buffer = 1ull << 30;
 			}
 			/* lane 0 binds the input's socket; a split receiver
 			 * takes it over (the spec was checked by rd_add_input) */
-			if (rr_parse_input(r, in->spec) || rr_ring_alloc(r) || rr_engine_init(r) ||
-			    (l == 0 && rr_open_input(r))) {
+			if (rr_new(&c, &st->r)) {
 				fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 				return -1;
 			}
-			in->split.lane[l] = r;
+			in->split.lane[l] = st->r;
 			in->split.thread[l] = (uint32_t)(st->thread < 0 ? 0 : st->thread);
 		}
 		if (d->nsplit) {
 			in->split.n = lanes;
-			in->split.fd = in->split.lane[0]->in_fd;
+			in->split.fd = rr_input_take(in->split.lane[0]);
 			in->split.strip = a->eo.strip;
-			in->split.lane[0]->in_fd = -1;
 		}
 	}
-	/* the streams of a scan share the free space between them */
-	for (unsigned k = 0; k < d->nst; k++)
-		d->st[k].r->share_left = d->share_left;
 	return 0;
 }
 
@@ -729,10 +711,8 @@ static int rd_threads_start(struct rd *d)
 	d->t_start = rr_mono_ns();
 	for (unsigned k = 0; k < d->nst; k++) {
 		struct rd_stream *st = &d->st[k];
-		st->r->t_start = d->t_start;
-		if ((err = pthread_create(&st->wr, NULL, wr_main, st->r)) ||
-		    (err = pthread_create(&st->cm, NULL, cm_main, st->r))) {
-			fprintf(stderr, PROG ": cannot start a writer: %s\n", strerror(err));
+		if (rr_start(st->r, d->t_start)) {
+			fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 			return -1;
 		}
 		st->started = true;
@@ -764,10 +744,8 @@ static int rd_streams_stop(struct rd *d)
 {
 	int status = 0;
 
-	for (unsigned k = 0; k < d->nst; k++) {
-		rr_set_stop(d->st[k].r, RR_STOP_SIGNAL);
-		atomic_store(&d->st[k].r->wr_quit, true);
-	}
+	for (unsigned k = 0; k < d->nst; k++)
+		rr_stop(d->st[k].r);
 	for (unsigned i = 0; i < d->nin; i++)
 		if (d->in[i].started)
 			pthread_join(d->in[i].rcv, NULL);
@@ -776,21 +754,19 @@ static int rd_streams_stop(struct rd *d)
 		struct rr *r = st->r;
 		if (!st->started)
 			continue;
-		if (!d->in[st->input].started) { /* its receiver never ran */
-			atomic_store(&r->eof, true);
-		}
-		rr_kick(r->data_efd);
-		pthread_join(st->wr, NULL);
-		rr_cm_stop(r, st->cm);
-		uint64_t posted = atomic_load(&r->seg_posted);
+		rr_wait(r, d->in[st->input].started); /* its receiver may never have run */
+		uint64_t posted = rr_seg_posted(r);
 		for (uint64_t n = posted > RR_SEGQ ? posted - RR_SEGQ : 0; n < posted; n++) {
-			struct rr_seg *s = rr_seg_at(r, n);
-			if (atomic_load(&s->state) == RR_SEG_FAILED) {
-				fprintf(stderr, PROG ": '%s': %s\n", s->name, s->msg);
+			struct rr_seg_result res;
+			rr_seg_result(r, n, &res);
+			if (res.state == RR_SEG_FAILED) {
+				fprintf(stderr, PROG ": '%s': %s\n", res.name, res.msg);
 				status = 3;
 			}
 		}
-		if (atomic_load(&r->wr_failed))
+		struct rr_stats s;
+		rr_stats(r, &s);
+		if (s.wr_failed)
 			status = 3;
 	}
 	return status;
@@ -803,12 +779,9 @@ static void rd_streams_free(struct rd *d)
 		if (d->nsplit && d->in[i].split.fd > 0)
 			close(d->in[i].split.fd);
 	for (unsigned k = 0; k < d->nst; k++) {
-		struct rr *r = d->st[k].r;
-		if (!r)
-			continue;
-		rr_release(r);
-		free(r);
+		rr_free(d->st[k].r);
 	}
+	rr_gflush_free(d->gflush);
 }
 
 int main(int argc, char **argv)

@@ -20,8 +20,7 @@ struct rd_stream {
 	unsigned input;
 	int thread;             /* its VDIF thread (--split), -1 for all */
 	char suffix[32];        /* the scan name's suffix: "", _LABEL, _tN */
-	pthread_t wr, cm;
-	bool started;
+	bool started;           /* rr_start'ed: rr_wait joins it */
 };
 
 struct rd_input {
@@ -46,7 +45,7 @@ struct rd {
 	struct recfs_pack *p;
 	const char *pack_spec;
 	pthread_mutex_t pack_lock;      /* library calls on p */
-	struct rr_gflush gflush;        /* every input's commits share each flush */
+	struct rr_gflush *gflush;       /* every input's commits share each flush */
 	unsigned share_left[RR_SEGQ];   /* streams of a queued scan yet to create (engine.h) */
 	unsigned nin, nst;
 	struct rd_input in[RD_MAX_INPUTS];

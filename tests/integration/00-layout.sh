@@ -1,0 +1,44 @@
+#!/bin/bash
+# 00-layout: the source layout stays what DESIGN.md ("Layout") says.
+#  - No C source or header over 1,000 lines (fs/, recorder/, mkfs/, fsck/,
+#    admin/, bench/).
+#  - struct rr, the engine's state, is defined in recorder/engine/ only, and
+#    the engine's private headers (rr.h, rcv.h) are included from there only:
+#    outside it struct rr is incomplete, so a field access does not compile.
+#    A translation unit outside the engine that reads a field is refused by
+#    the compiler here, the same one with only the public calls is not.
+. "$(dirname "$0")/../lib.sh"
+echo "00-layout: file sizes, the engine's private state"
+cd "$(dirname "$0")/../.."
+
+# --- no source file over 1,000 lines
+big=$(find fs recorder mkfs fsck admin bench -name '*.[ch]' -type f 2>/dev/null |
+	xargs wc -l | awk '$2 != "total" && $1 > 1000 {print $2 " (" $1 " lines)"}')
+check "no source file over 1,000 lines${big:+: $big}" test -z "$big"
+
+# --- struct rr is the engine's
+defs=$(grep -rlE '^struct rr \{' --include='*.[ch]' fs recorder mkfs fsck admin bench tests python 2>/dev/null)
+check "struct rr is defined once, in recorder/engine/rr.h (found in: ${defs:-none})" \
+	test "$defs" = recorder/engine/rr.h
+priv=$(grep -rlE '#include[[:space:]]*"([^"]*/)?(rr|rcv)\.h"' --include='*.[ch]' fs recorder mkfs fsck admin bench tests 2>/dev/null |
+	grep -v '^recorder/engine/')
+check "the engine's private headers are included from recorder/engine/ only${priv:+: $priv}" test -z "$priv"
+
+# --- and the compiler keeps it so: a field access outside the engine fails
+CC=${CC:-cc}
+cat >"$T_DIR/public.c" <<'EOF'
+#include "engine/engine.h"
+int f(struct rr *r);
+int f(struct rr *r) { return rr_input_fd(r); }
+EOF
+cat >"$T_DIR/field.c" <<'EOF'
+#include "engine/engine.h"
+int f(struct rr *r);
+int f(struct rr *r) { return r->in_fd; }
+EOF
+cc_ok() { LC_ALL=C "$CC" -std=c11 -D_GNU_SOURCE -Werror=implicit-function-declaration -fsyntax-only -Ifs/include -Irecorder "$1" 2>"$T_DIR/cc.err"; }
+check "a program using engine.h's calls compiles" cc_ok "$T_DIR/public.c"
+run cc_ok "$T_DIR/field.c"
+check "a program reading a field of struct rr does not (exit $RC)" test "$RC" != 0
+check "... because struct rr is incomplete there" grep -Eq 'undefined type|incomplete' "$T_DIR/cc.err"
+finish
