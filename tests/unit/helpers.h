@@ -337,10 +337,10 @@ static inline void tno_overlap(const struct recfs_pack *p, const char *what)
 		}
 }
 
-/* life goes on: a new recording fills the free space; recordings
- * names[0..n) (stream k each) keep their bytes */
+/* life goes on: a new recording fills the free space, appended `step`
+ * bytes at a time; recordings names[0..n) (stream k each) keep their bytes */
 static inline void tlife_goes_on(struct recfs_fault *f, unsigned members, unsigned n,
-				 const char *const *names, const char *what)
+				 const char *const *names, size_t step, const char *what)
 {
 	struct recfs_pack *p;
 	struct recfs_rec r;
@@ -349,18 +349,43 @@ static inline void tlife_goes_on(struct recfs_fault *f, unsigned members, unsign
 		fail_msg("%s: pack does not open read-write: %s", what, recfs_errmsg());
 	if (recfs_rec_create(p, "after", NULL, 0, &r) == 0) {
 		struct recfs_appender *a;
-		uint8_t junk[4096];
+		uint8_t *junk = malloc(step);
+		assert_non_null(junk);
 		assert_int_equal(recfs_appender_new(p, &r, &a), 0);
-		memset(junk, 0x5a, sizeof(junk));
-		while (recfs_append(a, junk, sizeof(junk)) == 0)
+		memset(junk, 0x5a, step);
+		while (recfs_append(a, junk, step) == 0)
 			;
 		assert_int_equal(recfs_append_seal(a), 0);
 		recfs_appender_free(a);
+		free(junk);
 	}
 	for (unsigned k = 0; k < n; k++)
 		if (recfs_rec_lookup(p, names[k], &r) == 0 && tcheck(p, &r, k, r.committed_len))
 			fail_msg("%s: %s clobbered by a later allocation", what, names[k]);
 	recfs_pack_close(p);
+}
+
+/* test_powerloss's checks after a cut, on the library alone (writes to f):
+ * the pack assembles, every recording k (names[k], stream k, sealed at
+ * lens[k]) is as the session acknowledged it, no extents overlap, and a
+ * new recording filling the free space (fill bytes an append) moves nothing */
+static inline void tverify_lib(struct recfs_fault *f, unsigned members, unsigned n,
+			       const char *const *names, const uint64_t *lens, size_t fill,
+			       const struct tacked *ack, const char *what)
+{
+	struct recfs_pack *p;
+	struct recfs_rec r;
+
+	if (tpack_open(f, members, NULL, 0, &p))
+		fail_msg("%s: pack does not assemble: %s", what, recfs_errmsg());
+	for (unsigned k = 0; k < n; k++) {
+		if (!tacked_find(p, k, names[k], &r, ack, what))
+			continue;
+		tacked_check(p, &r, k, names[k], lens[k], ack->synced[k], ack, what);
+	}
+	tno_overlap(p, what);
+	recfs_pack_close(p);
+	tlife_goes_on(f, members, n, names, fill, what);
 }
 
 #endif

@@ -38,21 +38,7 @@ out:
 
 static void verify(struct recfs_fault *f, const struct tacked *ack, const char *what)
 {
-	struct recfs_pack *p;
-	struct recfs_rec r;
-
-	int err = tpack_open(f, NM, NULL, 0, &p);
-	if (err)
-		fail_msg("%s: pack does not assemble: %s", what, recfs_errmsg());
-	for (unsigned k = 0; k < NR; k++) {
-		if (!tacked_find(p, k, names[k], &r, ack, what))
-			continue;
-		tacked_check(p, &r, k, names[k], lens[k], ack->synced[k], ack, what);
-	}
-	tno_overlap(p, what);
-	recfs_pack_close(p);
-
-	tlife_goes_on(f, NM, NR, names, what);
+	tverify_lib(f, NM, NR, names, lens, 4096, ack, what);
 }
 
 static void run_cuts(unsigned torn, unsigned flags)

@@ -80,19 +80,7 @@ out:
 /* test_powerloss's, on the library alone (writes to f: "life goes on") */
 static void verify_lib(struct recfs_fault *f, const struct tacked *ack, const char *what)
 {
-	struct recfs_pack *p;
-	struct recfs_rec r;
-
-	if (tpack_open(f, NM, NULL, 0, &p))
-		fail_msg("%s: pack does not assemble: %s", what, recfs_errmsg());
-	for (unsigned k = 0; k < NR; k++) {
-		if (!tacked_find(p, k, names[k], &r, ack, what))
-			continue;
-		tacked_check(p, &r, k, names[k], lens[k], ack->synced[k], ack, what);
-	}
-	tno_overlap(p, what);
-	recfs_pack_close(p);
-	tlife_goes_on(f, NM, NR, names, what);
+	tverify_lib(f, NM, NR, names, lens, CH, ack, what);
 }
 
 /* fsck --verify allocates and clears 8 MiB per reading thread, which
