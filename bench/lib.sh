@@ -20,6 +20,17 @@ file_members() {
 	done
 }
 
+# sparse_members N BYTES DIR: N sparse files of BYTES in DIR (m0.img ...);
+# sets PACK, their comma-separated list
+sparse_members() {
+	local i
+	PACK=""
+	for ((i = 0; i < $1; i++)); do
+		truncate -s "$2" "$3/m$i.img"
+		PACK=${PACK:+$PACK,}$3/m$i.img
+	done
+}
+
 # throttle_members NAME BPS read|write: disk-bound members.  Each of MEM
 # becomes a loop device with direct I/O whose reads or writes the cgroup-v1
 # blkio controller throttles to BPS bytes/s (run as root); IN_CG runs a
