@@ -48,11 +48,9 @@ make -s "$BIN/recfsd" "$BIN/recfs-record" "$BIN/recfs-play" >/dev/null || exit 1
 
 TMP=$(mktemp -d "$DIR/recfs-daemonbench.XXXXXX")
 PIDS=()
-LOOPS=() CG=""
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
-	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
+	throttle_undo
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -61,23 +59,9 @@ for r in $RATES $RATE3; do b=$(bytes "$r"); [ "$b" -gt "$top" ] && top=$b; done
 span=$(python3 -c "import sys; print(int(max(1.5 * $K * $SCAN + 3, $T3 + 3)))")
 per=$((top * span / N * 12 / 10 + (256 << 20)))
 echo "writing $N members of $((per >> 20)) MiB in $DIR first"
-MEM=()
-for ((i = 0; i < N; i++)); do
-	dd if=/dev/zero of="$TMP/m$i.img" bs=1M count=$((per >> 20)) oflag=direct status=none || exit 1
-	MEM+=("$TMP/m$i.img")
-done
-IN_CG=()
+file_members "$N" $((per >> 20))
 if [ -n "$THROTTLE" ]; then
-	CG=/sys/fs/cgroup/blkio/recfs-daemonbench.$$
-	mkdir "$CG" || exit 1
-	for ((i = 0; i < N; i++)); do
-		l=$(losetup --direct-io=on -f --show "${MEM[i]}") || exit 1
-		LOOPS+=("$l")
-		echo "$(lsblk -dno MAJ:MIN "$l" | tr -d ' ') $THROTTLE" >"$CG/blkio.throttle.write_bps_device"
-		MEM[i]=$l
-	done
-	# run "$@" inside the throttled cgroup
-	IN_CG=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG")
+	throttle_members recfs-daemonbench "$THROTTLE" write
 	echo "disk-bound: $N loop devices, writes throttled to $((THROTTLE / 1000000)) MB/s each"
 fi
 PACK=$(IFS=,; echo "${MEM[*]}")

@@ -37,11 +37,7 @@ MSIZE=$((PER + (256 << 20)))
 mkdir -p "$DIR"
 trap 'rm -rf "$DIR"' EXIT
 trap 'exit 130' INT TERM
-PACK=""
-for ((i = 0; i < NMEM; i++)); do
-	truncate -s $MSIZE "$DIR/m$i.img"
-	PACK=${PACK:+$PACK,}$DIR/m$i.img
-done
+sparse_members "$NMEM" "$MSIZE" "$DIR"
 DATA_OFF=$(mkfs.recfs -f -c "$CHUNK" "$PACK" | sed -n 's/.*data from byte \([0-9]*\).*/\1/p')
 [ -n "$DATA_OFF" ] || { echo "fsck.sh: mkfs failed" >&2; exit 1; }
 echo "fsck.sh: $NMEM file-backed members in $DIR, chunk $CHUNK, recording $SIZE"

@@ -39,31 +39,16 @@ make -s "$BIN/mkfs.recfs" "$BIN/recfs-record" "$BIN/recfs" >/dev/null || exit 1
 "$PY" -c 'import xxhash' || { echo "pyread: $PY has no xxhash (run tests/run.sh 70 first, or -p)"; exit 1; }
 
 TMP=$(mktemp -d "$DIR/recfs-pyread.XXXXXX")
-LOOPS=() CG=""
 cleanup() {
-	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
-	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
+	throttle_undo
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
 per=$((SIZEB / N * 11 / 10 + (256 << 20)))
 echo "writing $N members of $((per >> 20)) MiB in $DIR first"
-MEM=()
-for ((i = 0; i < N; i++)); do
-	dd if=/dev/zero of="$TMP/m$i.img" bs=1M count=$((per >> 20)) oflag=direct status=none || exit 1
-	MEM+=("$TMP/m$i.img")
-done
-IN_CG=()
+file_members "$N" $((per >> 20))
 if [ -n "$THROTTLE" ]; then
-	CG=/sys/fs/cgroup/blkio/recfs-pyread.$$
-	mkdir "$CG" || exit 1
-	for ((i = 0; i < N; i++)); do
-		l=$(losetup --direct-io=on -f --show "${MEM[i]}") || exit 1
-		LOOPS+=("$l")
-		echo "$(lsblk -dno MAJ:MIN "$l" | tr -d ' ') $THROTTLE" >"$CG/blkio.throttle.read_bps_device"
-		MEM[i]=$l
-	done
-	IN_CG=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG")
+	throttle_members recfs-pyread "$THROTTLE" read
 	echo "disk-bound: $N loop devices, reads throttled to $((THROTTLE / 1000000)) MB/s each"
 fi
 PACK=$(IFS=,; echo "${MEM[*]}")

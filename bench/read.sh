@@ -46,11 +46,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-PACK=""
-for ((i = 0; i < NMEM; i++)); do
-	truncate -s $MSIZE "$DIR/m$i.img"
-	PACK=${PACK:+$PACK,}$DIR/m$i.img
-done
+sparse_members "$NMEM" "$MSIZE" "$DIR"
 mkfs.recfs -f -q -c "$CHUNK" "$PACK" || exit 1
 echo "read.sh: $NMEM file-backed members in $DIR, chunk $CHUNK, recording $SIZE"
 head -c "$SIZE_B" /dev/urandom | "$TW" --size-hint "$SIZE_B" "$PACK" big - || exit 1

@@ -46,10 +46,8 @@ CHUNK_B=$(bytes "$CHUNK")
 PER_B=$((PER_B / CHUNK_B * CHUNK_B))
 
 TMP=$(mktemp -d "$DIR/recfs-bench.XXXXXX")
-LOOPS=() CG=""
 cleanup() {
-	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
-	[ -n "$CG" ] && rmdir "$CG" 2>/dev/null
+	throttle_undo
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -58,30 +56,15 @@ if [ -n "$MEMBERS_ARG" ]; then
 	IFS=, read -r -a MEM <<<"$PACK"
 	N=${#MEM[@]}
 else
-	MEM=()
-	for ((i = 0; i < N; i++)); do
-		f=$TMP/m$i.img
-		# written once in full, so fio and the recorder both overwrite
-		# allocated blocks (no first-write allocation cost for either)
-		dd if=/dev/zero of="$f" bs=1M count=$(((PER_B >> 20) + 128)) oflag=direct status=none
-		MEM+=("$f")
-	done
+	# written once in full, so fio and the recorder both overwrite
+	# allocated blocks (no first-write allocation cost for either)
+	file_members "$N" $(((PER_B >> 20) + 128))
 	PACK=$(IFS=,; echo "${MEM[*]}")
 fi
-IN_CG=()
 if [ -n "$THROTTLE" ]; then
 	[ -z "$MEMBERS_ARG" ] || { echo "bench/record.sh: -T takes file members (-n), not -m" >&2; exit 1; }
-	CG=/sys/fs/cgroup/blkio/recfs-recordbench.$$
-	mkdir "$CG" || exit 1
-	for ((i = 0; i < N; i++)); do
-		l=$(losetup --direct-io=on -f --show "${MEM[i]}") || exit 1
-		LOOPS+=("$l")
-		echo "$(lsblk -dno MAJ:MIN "$l" | tr -d ' ') $THROTTLE" >"$CG/blkio.throttle.write_bps_device"
-		MEM[i]=$l
-	done
+	throttle_members recfs-recordbench "$THROTTLE" write
 	PACK=$(IFS=,; echo "${MEM[*]}")
-	# run "$@" inside the throttled cgroup
-	IN_CG=(sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG")
 fi
 "$BIN/mkfs.recfs" -f -q -c "$CHUNK" "$PACK" || exit 1
 # member order is the pack's; the data region starts at the same offset on all

@@ -58,15 +58,11 @@ avail=$(($(df -k --output=avail "$DIR" | tail -1) * 1024))
 max=0
 for r in $RATES; do b=$(bytes "$r"); [ $((b * T)) -gt $max ] && [ $((b * T)) -lt $((avail / 2)) ] && max=$((b * T)); done
 per=$((max / N + (512 << 20)))
-MEM=()
 # written once in full, as bench/record.sh does: a recorder writes raw
 # disks, so it must not pay for the file system's block allocation (ext4
 # converts unwritten extents in kernel workers, on the receiver's CPU)
 echo "writing $N members of $((per >> 20)) MiB in $DIR first"
-for ((i = 0; i < N; i++)); do
-	dd if=/dev/zero of="$TMP/m$i.img" bs=1M count=$((per >> 20)) oflag=direct status=none || exit 1
-	MEM+=("$TMP/m$i.img")
-done
+file_members "$N" $((per >> 20))
 PACK=$(IFS=,; echo "${MEM[*]}")
 "$BIN/mkfs.recfs" -f -q "$PACK" || exit 1
 

@@ -137,27 +137,22 @@ static bool fsck_cancel(void *ctx)
 	return fsck_interrupted != 0;
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option lopts[] = {
-		{ "verify", no_argument, NULL, 'K' },
-		{ "progress", no_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct recfs_check_opts o = {0};
-	struct recfs_check_stats st;
-	struct recfs_dev *devs[RECFS_MAX_MEMBERS * 2];
-	struct fsck_ui ui = {0};
-	unsigned nd = 0, nmodes = 0;
-	int ch, ret, progress_fd = -1;
-	bool interactive = true;
-	char cfd[16];
+#define FSCK_GO_ON (-1)
 
-	o.mode = RECFS_CHECK_ASK;
-	/* -C FD with a space too (getopt's optional argument takes only
-	 * -CFD): a number after -C that is not a file is the descriptor */
+/* What the command line asks for besides o. */
+struct fsck_args {
+	char **members; /* the PACK and MEMBER arguments */
+	int nmembers;
+	int progress_fd; /* -1: no progress bar */
+};
+
+/* -C FD with a space too (getopt's optional argument takes only -CFD): a
+ * number after -C that is not a file is the descriptor; argv is rewritten,
+ * the new count returned */
+static int fsck_join_c_fd(int argc, char **argv)
+{
+	static char cfd[16];
+
 	for (int a = 1; a + 1 < argc && strcmp(argv[a], "--"); a++) {
 		struct stat sc;
 		if (strcmp(argv[a], "-C") || !argv[a + 1][0] ||
@@ -168,16 +163,37 @@ int main(int argc, char **argv)
 		memmove(&argv[a + 1], &argv[a + 2], (size_t)(argc - a - 1) * sizeof(*argv));
 		argc--;
 	}
+	return argc;
+}
+
+/* The command line into o and fa: FSCK_GO_ON, else the exit status (help,
+ * version, a refusal: said). */
+static int fsck_parse_args(int argc, char **argv, struct recfs_check_opts *o, struct fsck_args *fa)
+{
+	static const struct option lopts[] = {
+		{ "verify", no_argument, NULL, 'K' },
+		{ "progress", no_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned nmodes = 0;
+	bool interactive = true;
+	int ch;
+
+	o->mode = RECFS_CHECK_ASK;
+	fa->progress_fd = -1;
+	argc = fsck_join_c_fd(argc, argv);
 	while ((ch = getopt_long(argc, argv, "nypafvrC::hVt:", lopts, NULL)) != -1) {
 		switch (ch) {
-		case 'n': o.mode = RECFS_CHECK_NO; nmodes++; interactive = false; break;
-		case 'y': o.mode = RECFS_CHECK_YES; nmodes++; interactive = false; break;
+		case 'n': o->mode = RECFS_CHECK_NO; nmodes++; interactive = false; break;
+		case 'y': o->mode = RECFS_CHECK_YES; nmodes++; interactive = false; break;
 		case 'p':
-		case 'a': o.mode = RECFS_CHECK_PREEN; nmodes++; interactive = false; break;
+		case 'a': o->mode = RECFS_CHECK_PREEN; nmodes++; interactive = false; break;
 		case 'f': case 'r': case 't': break;
-		case 'v': o.verbose = true; break;
-		case 'K': o.verify = true; break;
-		case 'P': progress_fd = 2; break;
+		case 'v': o->verbose = true; break;
+		case 'K': o->verify = true; break;
+		case 'P': fa->progress_fd = 2; break;
 		case 'C':
 			if (optarg) {
 				uint64_t fd;
@@ -185,9 +201,9 @@ int main(int argc, char **argv)
 					fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
 					return RECFS_FSCK_USAGE;
 				}
-				progress_fd = fd ? (int)fd : 1;
+				fa->progress_fd = fd ? (int)fd : 1;
 			} else {
-				progress_fd = 2;
+				fa->progress_fd = 2;
 			}
 			break;
 		case 'h': fsck_usage(stdout); return 0;
@@ -208,59 +224,91 @@ int main(int argc, char **argv)
 			"fsck.recfs: need a terminal for interactive repairs: give -n, -y or -p\n");
 		return RECFS_FSCK_ERROR;
 	}
+	fa->members = argv + optind;
+	fa->nmembers = argc - optind;
 	/* the progress descriptor and the report must not be a member */
 	char fdname[32];
-	snprintf(fdname, sizeof(fdname), "(descriptor %d)", progress_fd);
-	for (int a = optind; a < argc; a++) {
-		if ((progress_fd > 2 && recfs_spec_check_output(argv[a], "-C", fdname, progress_fd)) ||
-		    recfs_spec_check_output(argv[a], "standard output", "(redirected)", 1)) {
+	snprintf(fdname, sizeof(fdname), "(descriptor %d)", fa->progress_fd);
+	for (int a = 0; a < fa->nmembers; a++) {
+		if ((fa->progress_fd > 2 &&
+		     recfs_spec_check_output(fa->members[a], "-C", fdname, fa->progress_fd)) ||
+		    recfs_spec_check_output(fa->members[a], "standard output", "(redirected)", 1)) {
 			fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
 			return RECFS_FSCK_USAGE;
 		}
 	}
-	/* members: comma lists and separate arguments alike */
-	for (int a = optind; a < argc; a++) {
+	return FSCK_GO_ON;
+}
+
+/* Open member path, or take the same member opened before (one device,
+ * reported by the check): FSCK_GO_ON, else the exit status (said). */
+static int fsck_open_one(const char *path, unsigned fl, struct recfs_dev **devs, unsigned *nd,
+			 unsigned max)
+{
+	if (*nd == max) {
+		fprintf(stderr, "fsck.recfs: too many members\n");
+		return RECFS_FSCK_USAGE;
+	}
+	struct stat sa;
+	int same = -1;
+	if (stat(path, &sa) == 0)
+		for (unsigned j = 0; j < *nd && same < 0; j++) {
+			struct stat sb;
+			if (stat(devs[j]->path, &sb) == 0 && sa.st_dev == sb.st_dev &&
+			    sa.st_ino == sb.st_ino)
+				same = (int)j;
+		}
+	if (same >= 0) {
+		devs[(*nd)++] = devs[same];
+		return FSCK_GO_ON;
+	}
+	if (recfs_dev_open(path, fl, &devs[*nd])) {
+		fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
+		return RECFS_FSCK_ERROR;
+	}
+	(*nd)++;
+	return FSCK_GO_ON;
+}
+
+/* members: comma lists and separate arguments alike.  FSCK_GO_ON, else the
+ * exit status (said); *nd devices open either way (some twice). */
+static int fsck_open_members(const struct fsck_args *fa, const struct recfs_check_opts *o,
+			     struct recfs_dev **devs, unsigned *nd, unsigned max)
+{
+	unsigned fl = o->mode == RECFS_CHECK_NO ? 0 : RECFS_DEV_WRITE | RECFS_DEV_EXCL;
+
+	for (int a = 0; a < fa->nmembers; a++) {
 		char **paths;
 		unsigned n;
-		if (recfs_spec_split(argv[a], &paths, &n)) {
+		int ret = FSCK_GO_ON;
+		if (recfs_spec_split(fa->members[a], &paths, &n)) {
 			fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
-			ret = RECFS_FSCK_USAGE;
-			goto out_close;
+			return RECFS_FSCK_USAGE;
 		}
-		for (unsigned i = 0; i < n; i++) {
-			unsigned fl = o.mode == RECFS_CHECK_NO ? 0 : RECFS_DEV_WRITE | RECFS_DEV_EXCL;
-			int err;
-			if (nd == sizeof(devs) / sizeof(devs[0])) {
-				fprintf(stderr, "fsck.recfs: too many members\n");
-				recfs_spec_free(paths, n);
-				ret = RECFS_FSCK_USAGE;
-				goto out_close;
-			}
-			/* the same member twice: one device, reported by the check */
-			struct stat sa;
-			int same = -1;
-			if (stat(paths[i], &sa) == 0)
-				for (unsigned j = 0; j < nd && same < 0; j++) {
-					struct stat sb;
-					if (stat(devs[j]->path, &sb) == 0 && sa.st_dev == sb.st_dev &&
-					    sa.st_ino == sb.st_ino)
-						same = (int)j;
-				}
-			if (same >= 0) {
-				devs[nd++] = devs[same];
-				continue;
-			}
-			err = recfs_dev_open(paths[i], fl, &devs[nd]);
-			if (err) {
-				fprintf(stderr, "fsck.recfs: %s\n", recfs_errmsg());
-				recfs_spec_free(paths, n);
-				ret = RECFS_FSCK_ERROR;
-				goto out_close;
-			}
-			nd++;
-		}
+		for (unsigned i = 0; i < n && ret == FSCK_GO_ON; i++)
+			ret = fsck_open_one(paths[i], fl, devs, nd, max);
 		recfs_spec_free(paths, n);
+		if (ret != FSCK_GO_ON)
+			return ret;
 	}
+	return FSCK_GO_ON;
+}
+
+int main(int argc, char **argv)
+{
+	struct recfs_check_opts o = {0};
+	struct recfs_check_stats st;
+	struct recfs_dev *devs[RECFS_MAX_MEMBERS * 2];
+	struct fsck_ui ui = {0};
+	struct fsck_args fa;
+	unsigned nd = 0;
+	int ret = fsck_parse_args(argc, argv, &o, &fa);
+
+	if (ret != FSCK_GO_ON)
+		return ret;
+	ret = fsck_open_members(&fa, &o, devs, &nd, sizeof(devs) / sizeof(devs[0]));
+	if (ret != FSCK_GO_ON)
+		goto out_close;
 	/* -n beside a writer: its recordings in progress are not crashed */
 	if (o.mode == RECFS_CHECK_NO)
 		for (unsigned i = 0; i < nd && !o.live; i++)
@@ -268,8 +316,9 @@ int main(int argc, char **argv)
 	if (o.live)
 		fprintf(stderr, "fsck.recfs: the pack is in use by a writer: checking read-only, "
 				"recordings in progress are not final\n");
-	if (progress_fd >= 0 && o.verify) {
-		ui.prog = progress_fd == 2 ? stderr : progress_fd == 1 ? stdout : fdopen(progress_fd, "w");
+	if (fa.progress_fd >= 0 && o.verify) {
+		ui.prog = fa.progress_fd == 2 ? stderr
+			: fa.progress_fd == 1 ? stdout : fdopen(fa.progress_fd, "w");
 		o.progress = fsck_progress;
 	}
 	signal(SIGINT, fsck_on_signal);

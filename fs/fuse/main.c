@@ -192,16 +192,22 @@ static void defaults(struct rm_ctx *c)
 	c->o.prefetch = UINT_MAX;
 }
 
-int main(int argc, char **argv)
+/* What main carries from the command line to the FUSE session. */
+struct rm_args {
+	bool fake;        /* mount.recfs -f: everything but the mount */
+	bool have_fsname; /* -o fsname= given */
+	char *fopts;      /* options passed to FUSE */
+	char *fargv[8];
+	struct fuse_args fuse;
+};
+
+/* The command line into c and a: 0 to go on, 1 when it is done (help,
+ * version), -1 on a refusal (said). */
+static int rm_parse_args(int argc, char **argv, struct rm_ctx *c, struct rm_args *a)
 {
-	struct rm_ctx c;
 	const char *base = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
-	bool helper = !strncmp(base, "mount.", 6), fake = false, have_fsname = false;
-	char *fopts = NULL, *fargv[8];
-	struct fuse_args args;
-	struct fuse_loop_config *lc = NULL;
-	struct recfs_pack_info pi;
-	int opt, rc, ret = 1, fargc = 0, nol = 0;
+	bool helper = !strncmp(base, "mount.", 6);
+	int opt, rc, ret = -1, nol = 0;
 	const char **olist;
 	static const struct option longopts[] = {
 	    {"help", no_argument, NULL, 'h'},
@@ -209,12 +215,9 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 
-	memset(&c, 0, sizeof(c));
 	olist = calloc((size_t)argc + 1, sizeof(*olist));
 	if (!olist)
-		return 1;
-	pthread_mutex_init(&c.meta, NULL);
-	defaults(&c);
+		return -1;
 	if (helper)
 		prog = base;
 	while ((opt = getopt_long(argc, argv, helper ? "sfnvo:N:hV" : "fdso:hV", longopts, NULL)) !=
@@ -222,16 +225,16 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'f':
 			if (helper)
-				fake = true; /* mount(8): do everything but the mount */
+				a->fake = true; /* mount(8): do everything but the mount */
 			else
-				c.o.foreground = true;
+				c->o.foreground = true;
 			break;
-		case 'd': c.o.debug = c.o.foreground = true; break;
+		case 'd': c->o.debug = c->o.foreground = true; break;
 		case 's':
 			if (helper)
 				sloppy = true; /* mount(8): tolerate unknown options */
 			else
-				c.o.single = true;
+				c->o.single = true;
 			break;
 		case 'n':
 		case 'v':
@@ -241,11 +244,11 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			ret = 0;
+			ret = 1;
 			goto out;
 		case 'V':
 			printf("%s %s\n", prog, RECFS_VERSION_STRING);
-			ret = 0;
+			ret = 1;
 			goto out;
 		default: usage(stderr); goto out;
 		}
@@ -254,7 +257,7 @@ int main(int argc, char **argv)
 		char *dup = strdup(olist[i]);
 		if (!dup)
 			goto out;
-		rc = parse_opts(&c, dup, &fopts, &have_fsname);
+		rc = parse_opts(c, dup, &a->fopts, &a->have_fsname);
 		free(dup);
 		if (rc)
 			goto out;
@@ -263,67 +266,187 @@ int main(int argc, char **argv)
 		usage(stderr);
 		goto out;
 	}
-	c.spec = argv[optind];
-	c.mountpoint = realpath(argv[optind + 1], NULL);
-	if (!c.mountpoint) {
+	c->spec = argv[optind];
+	c->mountpoint = realpath(argv[optind + 1], NULL);
+	if (!c->mountpoint) {
 		fprintf(stderr, "%s: mount point %s: %s\n", prog, argv[optind + 1],
 			strerror(errno));
 		goto out;
 	}
-	{
-		struct stat st;
-		if (stat(c.mountpoint, &st) || !S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "%s: mount point %s: not a directory\n", prog,
-				c.mountpoint);
-			goto out;
-		}
-	}
-
-	rc = recfs_pack_open(c.spec, c.o.degraded ? RECFS_O_DEGRADED : 0, &c.p);
-	if (rc < 0) {
-		fprintf(stderr, "%s: %s\n", prog, recfs_errmsg());
+	struct stat st;
+	if (stat(c->mountpoint, &st) || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: mount point %s: not a directory\n", prog, c->mountpoint);
 		goto out;
 	}
-	c.g = recfs_pack_geom(c.p);
-	rc = recfs_pack_info(c.p, &pi);
-	if (rc < 0) {
-		fprintf(stderr, "%s: %s\n", prog, recfs_errmsg());
-		goto out_close_pack;
-	}
-	/* degraded: name what is left out, and why (before going to the background) */
-	for (unsigned i = 0; i < pi.members; i++) {
+	ret = 0;
+out:
+	free(olist);
+	return ret;
+}
+
+/* degraded: name what is left out, and why (before going to the background) */
+static void rm_say_left_out(struct rm_ctx *c, const struct recfs_pack_info *pi)
+{
+	const char *lp, *lw;
+	int lm;
+
+	for (unsigned i = 0; i < pi->members; i++) {
 		struct recfs_member_info mi;
 		char u[37];
-		if (recfs_pack_member(c.p, i, &mi) || mi.present || mi.damaged)
+		if (recfs_pack_member(c->p, i, &mi) || mi.present || mi.damaged)
 			continue;
 		recfs_uuid_unparse(mi.uuid, u);
 		fprintf(stderr, "%s: degraded: member %u (UUID %s) is missing\n", prog, i, u);
 	}
-	{
-		const char *lp, *lw;
-		int lm;
-		for (unsigned i = 0; recfs_pack_left_out(c.p, i, &lp, &lw, &lm) == 0; i++) {
-			char m[32] = "";
-			if (lm >= 0)
-				snprintf(m, sizeof(m), " (member %d)", lm);
-			fprintf(stderr, "%s: degraded: %s%s left out: %s\n", prog, lp, m, lw);
-		}
+	for (unsigned i = 0; recfs_pack_left_out(c->p, i, &lp, &lw, &lm) == 0; i++) {
+		char m[32] = "";
+		if (lm >= 0)
+			snprintf(m, sizeof(m), " (member %d)", lm);
+		fprintf(stderr, "%s: degraded: %s%s left out: %s\n", prog, lp, m, lw);
 	}
-	c.created_ns = pi.created_ns;
-	c.reloaded_ns = rm_now();
-	c.dir_capacity = pi.dir_capacity;
-	if (c.o.prefetch == UINT_MAX) {
+}
+
+/* Open the pack and size what depends on it; 0, or -1 (said, the pack
+ * closed). */
+static int rm_open_pack(struct rm_ctx *c)
+{
+	struct recfs_pack_info pi;
+	int rc = recfs_pack_open(c->spec, c->o.degraded ? RECFS_O_DEGRADED : 0, &c->p);
+
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", prog, recfs_errmsg());
+		return -1;
+	}
+	c->g = recfs_pack_geom(c->p);
+	rc = recfs_pack_info(c->p, &pi);
+	if (rc < 0) {
+		fprintf(stderr, "%s: %s\n", prog, recfs_errmsg());
+		recfs_pack_close(c->p);
+		return -1;
+	}
+	rm_say_left_out(c, &pi);
+	c->created_ns = pi.created_ns;
+	c->reloaded_ns = rm_now();
+	c->dir_capacity = pi.dir_capacity;
+	if (c->o.prefetch == UINT_MAX) {
 		/* at most 128 MiB in flight ahead of a reader (2 chunks of 64 MiB) */
-		uint64_t cap = (128ull << 20) / c.g->chunk_size;
-		c.o.prefetch = 2 * c.g->members;
-		if (c.o.prefetch < 4)
-			c.o.prefetch = 4;
-		if (c.o.prefetch > cap)
-			c.o.prefetch = cap > 1 ? (unsigned)cap : 1;
+		uint64_t cap = (128ull << 20) / c->g->chunk_size;
+		c->o.prefetch = 2 * c->g->members;
+		if (c->o.prefetch < 4)
+			c->o.prefetch = 4;
+		if (c->o.prefetch > cap)
+			c->o.prefetch = cap > 1 ? (unsigned)cap : 1;
 	}
-	if (c.o.io_threads == UINT_MAX)
-		c.o.io_threads = 2 * c.g->members < 4 ? 4 : 2 * c.g->members;
-	if (fake) {
+	if (c->o.io_threads == UINT_MAX)
+		c->o.io_threads = 2 * c->g->members < 4 ? 4 : 2 * c->g->members;
+	return 0;
+}
+
+/* A FUSE session mounted on c->mountpoint with its signal handlers; 0, or
+ * -1 with what was set up undone (but a->fuse, which main frees). */
+static int rm_session_start(struct rm_ctx *c, struct rm_args *a)
+{
+	int fargc = 0;
+
+	if (!a->have_fsname) {
+		char *e = NULL;
+		if (asprintf(&e, "fsname=%s", c->spec) < 0 || fuse_opt_add_opt_escaped(&a->fopts, e)) {
+			free(e);
+			return -1;
+		}
+		free(e);
+	}
+	if (fuse_opt_add_opt(&a->fopts, "ro") || fuse_opt_add_opt(&a->fopts, "subtype=recfs") ||
+	    fuse_opt_add_opt(&a->fopts, "default_permissions"))
+		return -1;
+	a->fargv[fargc++] = (char *)prog;
+	a->fargv[fargc++] = "-o";
+	a->fargv[fargc++] = a->fopts;
+	if (c->o.debug)
+		a->fargv[fargc++] = "-d";
+	a->fargv[fargc] = NULL;
+	a->fuse = (struct fuse_args)FUSE_ARGS_INIT(fargc, a->fargv);
+
+	c->se = fuse_session_new(&a->fuse, &rm_ops, sizeof(rm_ops), c);
+	if (!c->se) {
+		fprintf(stderr, "%s: cannot start a FUSE session\n", prog);
+		return -1;
+	}
+	if (fuse_set_signal_handlers(c->se)) {
+		fprintf(stderr, "%s: cannot set signal handlers\n", prog);
+		goto out_destroy;
+	}
+	if (fuse_session_mount(c->se, c->mountpoint)) {
+		fprintf(stderr, "%s: cannot mount on %s\n", prog, c->mountpoint);
+		goto out_signals;
+	}
+	return 0;
+out_signals:
+	fuse_remove_signal_handlers(c->se);
+out_destroy:
+	fuse_session_destroy(c->se);
+	return -1;
+}
+
+/* Serve the mount until it is unmounted or signalled: the exit status. */
+static int rm_serve(struct rm_ctx *c)
+{
+	struct fuse_loop_config *lc;
+	struct recfs_rec a, b;
+	int rc;
+
+	rm_log_init(c->o.foreground);
+	for (uint32_t i = 0; recfs_pack_dup_uid(c->p, &i, &a, &b) == 0; i++)
+		rm_log("recordings '%s' (entry %u) and '%s' (entry %u) have the same uid "
+		       "%016llx: both are hidden until fsck.recfs repairs the directory",
+		       a.name, a.index, b.name, b.index, (unsigned long long)a.uid);
+	if (fuse_daemonize(c->o.foreground)) {
+		fprintf(stderr, "%s: cannot go to the background\n", prog);
+		return 1;
+	}
+	/* threads only now: fuse_daemonize forks */
+	rc = rm_cache_new(c);
+	if (rc < 0) {
+		rm_log("cannot start the chunk cache: %s", strerror(-rc));
+		goto out_cache;
+	}
+	if (c->o.single) {
+		rc = fuse_session_loop(c->se);
+	} else {
+		lc = fuse_loop_cfg_create();
+		if (!lc) {
+			rc = -1;
+			goto out_cache;
+		}
+		fuse_loop_cfg_set_clone_fd(lc, c->o.clone_fd);
+		fuse_loop_cfg_set_max_threads(lc, c->o.threads);
+		fuse_loop_cfg_set_idle_threads(lc, c->o.threads / 2 ? c->o.threads / 2 : 1);
+		rc = fuse_session_loop_mt(c->se, lc);
+		fuse_loop_cfg_destroy(lc);
+	}
+out_cache:
+	rm_cache_free(c);
+	return rc < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct rm_ctx c;
+	struct rm_args a;
+	int ret = 1, err;
+
+	memset(&c, 0, sizeof(c));
+	memset(&a, 0, sizeof(a));
+	pthread_mutex_init(&c.meta, NULL);
+	defaults(&c);
+	err = rm_parse_args(argc, argv, &c, &a);
+	if (err) {
+		ret = err > 0 ? 0 : 1;
+		goto out;
+	}
+	if (rm_open_pack(&c))
+		goto out;
+	if (a.fake) {
 		ret = 0;
 		goto out_close_pack;
 	}
@@ -333,87 +456,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto out_close_pack;
 	}
-
-	if (!have_fsname) {
-		char *e = NULL;
-		if (asprintf(&e, "fsname=%s", c.spec) < 0 || fuse_opt_add_opt_escaped(&fopts, e)) {
-			free(e);
-			goto out_free_nodes;
-		}
-		free(e);
-	}
-	if (fuse_opt_add_opt(&fopts, "ro") || fuse_opt_add_opt(&fopts, "subtype=recfs") ||
-	    fuse_opt_add_opt(&fopts, "default_permissions"))
+	if (rm_session_start(&c, &a))
 		goto out_free_nodes;
-	fargv[fargc++] = (char *)prog;
-	fargv[fargc++] = "-o";
-	fargv[fargc++] = fopts;
-	if (c.o.debug)
-		fargv[fargc++] = "-d";
-	fargv[fargc] = NULL;
-	args = (struct fuse_args)FUSE_ARGS_INIT(fargc, fargv);
-
-	c.se = fuse_session_new(&args, &rm_ops, sizeof(rm_ops), &c);
-	if (!c.se) {
-		fprintf(stderr, "%s: cannot start a FUSE session\n", prog);
-		goto out_free_nodes;
-	}
-	if (fuse_set_signal_handlers(c.se)) {
-		fprintf(stderr, "%s: cannot set signal handlers\n", prog);
-		goto out_destroy;
-	}
-	if (fuse_session_mount(c.se, c.mountpoint)) {
-		fprintf(stderr, "%s: cannot mount on %s\n", prog, c.mountpoint);
-		goto out_signals;
-	}
-	rm_log_init(c.o.foreground);
-	{
-		struct recfs_rec a, b;
-		for (uint32_t i = 0; recfs_pack_dup_uid(c.p, &i, &a, &b) == 0; i++)
-			rm_log("recordings '%s' (entry %u) and '%s' (entry %u) have the same uid "
-			       "%016llx: both are hidden until fsck.recfs repairs the directory",
-			       a.name, a.index, b.name, b.index, (unsigned long long)a.uid);
-	}
-	if (fuse_daemonize(c.o.foreground)) {
-		fprintf(stderr, "%s: cannot go to the background\n", prog);
-		goto out_unmount;
-	}
-	/* threads only now: fuse_daemonize forks */
-	rc = rm_cache_new(&c);
-	if (rc < 0) {
-		rm_log("cannot start the chunk cache: %s", strerror(-rc));
-		goto out_cache;
-	}
-	if (c.o.single) {
-		rc = fuse_session_loop(c.se);
-	} else {
-		lc = fuse_loop_cfg_create();
-		if (!lc)
-			goto out_cache;
-		fuse_loop_cfg_set_clone_fd(lc, c.o.clone_fd);
-		fuse_loop_cfg_set_max_threads(lc, c.o.threads);
-		fuse_loop_cfg_set_idle_threads(lc, c.o.threads / 2 ? c.o.threads / 2 : 1);
-		rc = fuse_session_loop_mt(c.se, lc);
-		fuse_loop_cfg_destroy(lc);
-	}
-	ret = rc < 0 ? 1 : 0;
-out_cache:
-	rm_cache_free(&c);
-out_unmount:
+	ret = rm_serve(&c);
 	fuse_session_unmount(c.se);
-out_signals:
 	fuse_remove_signal_handlers(c.se);
-out_destroy:
 	fuse_session_destroy(c.se);
-	fuse_opt_free_args(&args);
 out_free_nodes:
+	fuse_opt_free_args(&a.fuse);
 	rm_nodes_free(&c);
 out_close_pack:
 	free(c.m_failed);
 	recfs_pack_close(c.p);
 out:
-	free(olist);
-	free(fopts);
+	free(a.fopts);
 	free(c.mountpoint);
 	return ret;
 }

@@ -161,6 +161,13 @@ int recfs__space_fit(const struct recfs_pack *p, uint64_t need, uint64_t *start)
  * member's failure marks it failed and is reported unless none succeed. */
 int recfs_meta_read(struct recfs_pack *p, unsigned member, void *buf, size_t len, uint64_t off);
 int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint64_t off);
+/* The fan-out under every metadata write: io(member, ctx) on each present,
+ * unfailed member in member order (the write order the power-loss tests
+ * cut at).  A member whose io fails is marked failed; the first failure
+ * ("member N (path): <what> write failed: ...") is returned, or -ENXIO
+ * when no member took the write. */
+int recfs__members_write(struct recfs_pack *p, const char *what,
+			 int (*io)(struct recfs_dev *d, void *ctx), void *ctx);
 int recfs_flush_all(struct recfs_pack *p);
 /* Write (and flush) the in-memory bitmap as the next copy. */
 int recfs_bitmap_store(struct recfs_pack *p);

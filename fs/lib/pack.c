@@ -38,7 +38,8 @@ int recfs_none_writable(struct recfs_pack *p)
 	return recfs_seterr(-ENXIO, "no member of the pack is writable");
 }
 
-int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint64_t off)
+int recfs__members_write(struct recfs_pack *p, const char *what,
+			 int (*io)(struct recfs_dev *d, void *ctx), void *ctx)
 {
 	int ret = 0, ok = 0;
 
@@ -46,12 +47,12 @@ int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint
 		struct recfs_dev *d = p->m[i].dev;
 		if (!d || p->m[i].failed)
 			continue;
-		int err = d->ops->pwrite(d, buf, len, off);
+		int err = io(d, ctx);
 		if (err) {
 			p->m[i].failed = true;
 			if (!ret)
-				ret = recfs_seterr(err, "member %u (%s): metadata write failed: %s", i,
-						   d->path, strerror(-err));
+				ret = recfs_seterr(err, "member %u (%s): %s write failed: %s", i,
+						   d->path, what, strerror(-err));
 			recfs_note_fail(p);
 			continue;
 		}
@@ -60,6 +61,24 @@ int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint
 	if (!ok && !ret)
 		ret = recfs_none_writable(p);
 	return ret;
+}
+
+struct meta_write {
+	const void *buf;
+	size_t len;
+	uint64_t off;
+};
+
+static int meta_write_one(struct recfs_dev *d, void *ctx)
+{
+	const struct meta_write *w = ctx;
+	return d->ops->pwrite(d, w->buf, w->len, w->off);
+}
+
+int recfs_meta_write_all(struct recfs_pack *p, const void *buf, size_t len, uint64_t off)
+{
+	struct meta_write w = {buf, len, off};
+	return recfs__members_write(p, "metadata", meta_write_one, &w);
 }
 
 struct flush_job {

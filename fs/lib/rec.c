@@ -27,42 +27,39 @@ int recfs_entry_store(struct recfs_pack *p, struct recfs_rec *r)
 	return err;
 }
 
+/* read-modify-write per member: the neighbours in the block are that
+ * member's own bytes and are written back unchanged */
+struct entry_write {
+	uint8_t *blk;
+	uint64_t off, boff;
+	const uint8_t *slot;
+};
+
+static int entry_write_one(struct recfs_dev *d, void *ctx)
+{
+	const struct entry_write *w = ctx;
+	int err = d->ops->pread(d, w->blk, RECFS_BLOCK, w->boff);
+	if (!err) {
+		memcpy(w->blk + (w->off - w->boff), w->slot, RECFS_ENTRY_SIZE);
+		err = d->ops->pwrite(d, w->blk, RECFS_BLOCK, w->boff);
+	}
+	return err;
+}
+
 /* flush: the members after the write (the entry durable on return) */
 static int entry_store_one(struct recfs_pack *p, const struct recfs_rec *r, bool flush)
 {
 	uint64_t off = p->g.dir_off + ((uint64_t)r->index * 2 + (r->seq & 1)) * RECFS_ENTRY_SIZE;
-	uint64_t boff = off / RECFS_BLOCK * RECFS_BLOCK;
-	uint8_t *blk, slot[RECFS_ENTRY_SIZE];
-	int ret = 0, ok = 0;
+	uint8_t slot[RECFS_ENTRY_SIZE];
+	struct entry_write w = {.off = off, .boff = off / RECFS_BLOCK * RECFS_BLOCK, .slot = slot};
+	int ret;
 
-	blk = recfs_alloc(RECFS_BLOCK);
-	if (!blk)
+	w.blk = recfs_alloc(RECFS_BLOCK);
+	if (!w.blk)
 		return recfs_seterr(-ENOMEM, "out of memory");
 	recfs_entry_encode(r, p->pack_seed, slot);
-	/* read-modify-write per member: the neighbours in the block are that
-	 * member's own bytes and are written back unchanged */
-	for (unsigned i = 0; i < p->g.members; i++) {
-		struct recfs_dev *d = p->m[i].dev;
-		if (!d || p->m[i].failed)
-			continue;
-		int err = d->ops->pread(d, blk, RECFS_BLOCK, boff);
-		if (!err) {
-			memcpy(blk + (off - boff), slot, RECFS_ENTRY_SIZE);
-			err = d->ops->pwrite(d, blk, RECFS_BLOCK, boff);
-		}
-		if (err) {
-			p->m[i].failed = true;
-			if (!ret)
-				ret = recfs_seterr(err, "member %u (%s): directory write failed: %s", i,
-						   d->path, strerror(-err));
-			recfs_note_fail(p);
-			continue;
-		}
-		ok++;
-	}
-	recfs_free(blk);
-	if (!ok && !ret)
-		ret = recfs_none_writable(p);
+	ret = recfs__members_write(p, "directory", entry_write_one, &w);
+	recfs_free(w.blk);
 	if (!ret && flush)
 		ret = recfs_flush_all(p);
 	if (!ret && r->seq > p->seq[r->index])
@@ -237,6 +234,37 @@ int recfs_rec_create(struct recfs_pack *p, const char *name, const struct recfs_
 }
 
 /* ------------------------------------------------------------ commit path */
+struct slots_write {
+	const struct recfs_pack *p;
+	uint8_t *buf;
+	size_t blen;
+	uint64_t off, boff, bend, first, n, len;
+	const uint64_t *csums;
+};
+
+static int slots_write_one(struct recfs_dev *d, void *ctx)
+{
+	const struct slots_write *w = ctx;
+	uint8_t *buf = w->buf;
+	/* only the first and last blocks hold others' slots */
+	int err = d->ops->pread(d, buf, RECFS_BLOCK, w->boff);
+	if (!err && w->blen > RECFS_BLOCK)
+		err = d->ops->pread(d, buf + w->blen - RECFS_BLOCK, RECFS_BLOCK, w->bend - RECFS_BLOCK);
+	if (err)
+		return err;
+	for (uint64_t k = 0; k < w->n; k++) {
+		struct recfs_disk_slot *s = (void *)(buf + (w->off - w->boff) + k * RECFS_SLOT_SIZE);
+		uint64_t c = w->first + k;
+		uint64_t clen = w->len - c * w->p->g.chunk_size;
+		if (clen > w->p->g.chunk_size)
+			clen = w->p->g.chunk_size;
+		s->csum = htole64(w->csums[k]);
+		s->len = htole32((uint32_t)clen);
+		s->reserved = 0;
+	}
+	return d->ops->pwrite(d, buf, w->blen, w->boff);
+}
+
 /* Write slots for the recording's chunks [first, first+n) on every member. */
 static int slots_store(struct recfs_pack *p, const struct recfs_rec *r, uint64_t first,
 		       uint64_t n, const uint64_t *csums, uint64_t len)
@@ -245,50 +273,17 @@ static int slots_store(struct recfs_pack *p, const struct recfs_rec *r, uint64_t
 	uint64_t off = p->g.csum_off + lc0 * RECFS_SLOT_SIZE;
 	uint64_t boff = off / RECFS_BLOCK * RECFS_BLOCK;
 	uint64_t bend = RECFS_ALIGN_UP(off + n * RECFS_SLOT_SIZE, RECFS_BLOCK);
-	size_t blen = (size_t)(bend - boff);
-	uint8_t *buf;
-	int ret = 0, ok = 0;
+	struct slots_write w = {.p = p, .blen = (size_t)(bend - boff), .off = off, .boff = boff,
+				.bend = bend, .first = first, .n = n, .len = len, .csums = csums};
+	int ret;
 
 	if (n == 0)
 		return 0;
-	buf = recfs_alloc(blen);
-	if (!buf)
+	w.buf = recfs_alloc(w.blen);
+	if (!w.buf)
 		return recfs_seterr(-ENOMEM, "out of memory");
-	for (unsigned i = 0; i < p->g.members; i++) {
-		struct recfs_dev *d = p->m[i].dev;
-		if (!d || p->m[i].failed)
-			continue;
-		/* only the first and last blocks hold others' slots */
-		int err = d->ops->pread(d, buf, RECFS_BLOCK, boff);
-		if (!err && blen > RECFS_BLOCK)
-			err = d->ops->pread(d, buf + blen - RECFS_BLOCK, RECFS_BLOCK, bend - RECFS_BLOCK);
-		if (!err) {
-			for (uint64_t k = 0; k < n; k++) {
-				struct recfs_disk_slot *s =
-					(void *)(buf + (off - boff) + k * RECFS_SLOT_SIZE);
-				uint64_t c = first + k;
-				uint64_t clen = len - c * p->g.chunk_size;
-				if (clen > p->g.chunk_size)
-					clen = p->g.chunk_size;
-				s->csum = htole64(csums[k]);
-				s->len = htole32((uint32_t)clen);
-				s->reserved = 0;
-			}
-			err = d->ops->pwrite(d, buf, blen, boff);
-		}
-		if (err) {
-			p->m[i].failed = true;
-			if (!ret)
-				ret = recfs_seterr(err, "member %u (%s): checksum table write failed: %s",
-						   i, d->path, strerror(-err));
-			recfs_note_fail(p);
-			continue;
-		}
-		ok++;
-	}
-	recfs_free(buf);
-	if (!ok && !ret)
-		ret = recfs_none_writable(p);
+	ret = recfs__members_write(p, "checksum table", slots_write_one, &w);
+	recfs_free(w.buf);
 	return ret;
 }
 

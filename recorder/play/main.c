@@ -31,6 +31,8 @@ struct pl {
 	uint64_t rate, duration_ns, size, sndbuf;
 	struct recfs_pack *p;
 	struct recfs_rec rec;
+	struct rr_gen g;  /* --gen's generator */
+	uint32_t P;       /* payload bytes per datagram */
 	int sock;
 };
 
@@ -270,7 +272,9 @@ static int pl_opt(int err)
 	return err;
 }
 
-int main(int argc, char **argv)
+/* The command line into pl: 0 to go on, 1 when it is done (help,
+ * version), -1 on a refusal (said). */
+static int pl_parse_args(int argc, char **argv, struct pl *pl)
 {
 	static const struct option lo[] = {
 		{ "udp", required_argument, NULL, 'u' },
@@ -292,136 +296,149 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	struct pl pl = { .threads = 1, .fps = 10000, .sndbuf = 16u << 20, .sock = -1 };
 	uint64_t v;
-	int c, status = 1;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "u:r:P:g:d:s:qhV", lo, NULL)) != -1) {
 		switch (c) {
-		case 'u': pl.udp = optarg; break;
+		case 'u': pl->udp = optarg; break;
 		case 'r':
-			if (pl_opt(recfs_parse_bytes("--rate", optarg, 0, 1ull << 40, &pl.rate)))
-				return 1;
+			if (pl_opt(recfs_parse_bytes("--rate", optarg, 0, 1ull << 40, &pl->rate)))
+				return -1;
 			break;
 		case 'P':
 			if (pl_opt(recfs_parse_bytes("--packet-size", optarg, 1, 65507, &v)))
-				return 1;
-			pl.packet_size = (uint32_t)v;
+				return -1;
+			pl->packet_size = (uint32_t)v;
 			break;
-		case 1: pl.sequence = true; break;
-		case 2: pl.verify = true; break;
+		case 1: pl->sequence = true; break;
+		case 2: pl->verify = true; break;
 		case 3:
-			if (pl_opt(recfs_parse_bytes("--sndbuf", optarg, 4096, 1ull << 31, &pl.sndbuf)))
-				return 1;
+			if (pl_opt(recfs_parse_bytes("--sndbuf", optarg, 4096, 1ull << 31, &pl->sndbuf)))
+				return -1;
 			break;
 		case 'g':
-			if (pl_kind(optarg, &pl.gen))
-				return fprintf(stderr, PROG ": --gen: '%s' is not counter or vdif\n", optarg), 1;
+			if (pl_kind(optarg, &pl->gen))
+				return fprintf(stderr, PROG ": --gen: '%s' is not counter or vdif\n", optarg), -1;
 			break;
 		case 4:
 			if (pl_opt(recfs_parse_bytes("--frame-size", optarg, 1, 65507, &v)))
-				return 1;
-			pl.frame_size = (uint32_t)v;
+				return -1;
+			pl->frame_size = (uint32_t)v;
 			break;
 		case 5:
 			if (pl_opt(recfs_parse_num("--threads", optarg, 1, RR_VDIF_MAX_THREADS, &v)))
-				return 1;
-			pl.threads = (uint32_t)v;
+				return -1;
+			pl->threads = (uint32_t)v;
 			break;
 		case 6:
 			if (pl_opt(recfs_parse_num("--frame-rate", optarg, 1, 1u << 24, &v)))
-				return 1;
-			pl.fps = (uint32_t)v;
+				return -1;
+			pl->fps = (uint32_t)v;
 			break;
-		case 7: pl.legacy = true; break;
+		case 7: pl->legacy = true; break;
 		case 'd':
-			if (pl_opt(recfs_parse_secs("--duration", optarg, 1000000ull, RR_SECS_MAX, &pl.duration_ns)))
-				return 1;
+			if (pl_opt(recfs_parse_secs("--duration", optarg, 1000000ull, RR_SECS_MAX, &pl->duration_ns)))
+				return -1;
 			break;
 		case 's':
-			if (pl_opt(recfs_parse_bytes("--size", optarg, 1, 1ull << 60, &pl.size)))
-				return 1;
+			if (pl_opt(recfs_parse_bytes("--size", optarg, 1, 1ull << 60, &pl->size)))
+				return -1;
 			break;
 		case 8:
-			if (pl_kind(optarg, &pl.check))
-				return fprintf(stderr, PROG ": --check: '%s' is not counter or vdif\n", optarg), 1;
+			if (pl_kind(optarg, &pl->check))
+				return fprintf(stderr, PROG ": --check: '%s' is not counter or vdif\n", optarg), -1;
 			break;
-		case 'q': pl.quiet = true; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 0;
-		default: usage(stderr); return 1;
+		case 'q': pl->quiet = true; break;
+		case 'h': usage(stdout); return 1;
+		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 1;
+		default: usage(stderr); return -1;
 		}
 	}
 	int nargs = argc - optind;
-	if (pl.gen ? nargs != 0 : nargs != 2) {
+	if (pl->gen ? nargs != 0 : nargs != 2) {
 		fprintf(stderr, PROG ": expected %s (see --help)\n",
-			pl.gen ? "no PACK NAME with --gen" : "PACK and NAME");
-		return 1;
+			pl->gen ? "no PACK NAME with --gen" : "PACK and NAME");
+		return -1;
 	}
-	if (!pl.check && !pl.udp) {
+	if (!pl->check && !pl->udp) {
 		fprintf(stderr, PROG ": --udp HOST:PORT is required\n");
-		return 1;
+		return -1;
 	}
-	if (pl.gen && !pl.size && !pl.duration_ns) {
+	if (pl->gen && !pl->size && !pl->duration_ns) {
 		fprintf(stderr, PROG ": --gen needs --size or --duration\n");
-		return 1;
+		return -1;
 	}
+	if (!pl->gen) {
+		pl->pack_spec = argv[optind];
+		pl->name = argv[optind + 1];
+	}
+	return 0;
+}
 
-	struct rr_gen g = { 0 };
-	uint32_t P;
-	if (pl.gen) {
-		uint32_t block = pl.frame_size ? pl.frame_size : pl.gen == RR_GEN_VDIF ? 8032u : 8192u;
-		if (rr_gen_init(&g, pl.gen, block, pl.threads, pl.fps, pl.legacy)) {
+/* The generator, or the pack and the recording; the payload size.  0, or
+ * -1 (said, nothing left open). */
+static int pl_open(struct pl *pl)
+{
+	if (pl->gen) {
+		uint32_t block = pl->frame_size ? pl->frame_size : pl->gen == RR_GEN_VDIF ? 8032u : 8192u;
+		if (rr_gen_init(&pl->g, pl->gen, block, pl->threads, pl->fps, pl->legacy)) {
 			fprintf(stderr, PROG ": --frame-size %u is not usable\n", block);
-			return 1;
+			return -1;
 		}
-		P = pl.packet_size ? pl.packet_size : block;
-	} else {
-		pl.pack_spec = argv[optind];
-		pl.name = argv[optind + 1];
-		if (recfs_pack_open(pl.pack_spec, 0, &pl.p)) {
-			fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-			return 1;
-		}
-		if (recfs_rec_lookup(pl.p, pl.name, &pl.rec)) {
-			fprintf(stderr, PROG ": %s\n", recfs_errmsg());
-			goto out_close_pack;
-		}
-		if (pl.check) {
-			status = pl_check(&pl);
-			goto out_close_pack;
-		}
-		if (pl.rec.input.format == RECFS_FMT_VDIF && pl.rec.input.frame_size && !pl.packet_size)
-			P = pl.rec.input.frame_size;
-		else
-			P = pl.packet_size ? pl.packet_size
-			  : pl.rec.input.frame_size ? pl.rec.input.frame_size : 8192u;
+		pl->P = pl->packet_size ? pl->packet_size : block;
+		return 0;
 	}
-	/* what goes on the wire: the payload behind its --sequence number */
-	if ((uint64_t)P + (pl.sequence ? 8 : 0) > 65507) {
+	if (recfs_pack_open(pl->pack_spec, 0, &pl->p)) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+		return -1;
+	}
+	if (recfs_rec_lookup(pl->p, pl->name, &pl->rec)) {
+		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
+		recfs_pack_close(pl->p);
+		pl->p = NULL;
+		return -1;
+	}
+	if (pl->rec.input.format == RECFS_FMT_VDIF && pl->rec.input.frame_size && !pl->packet_size)
+		pl->P = pl->rec.input.frame_size;
+	else
+		pl->P = pl->packet_size ? pl->packet_size
+		      : pl->rec.input.frame_size ? pl->rec.input.frame_size : 8192u;
+	return 0;
+}
+
+/* what goes on the wire: the payload behind its --sequence number */
+static int pl_fits(const struct pl *pl)
+{
+	if ((uint64_t)pl->P + (pl->sequence ? 8 : 0) > 65507) {
 		fprintf(stderr, PROG ": %s%s%s: %u-byte payloads%s do not fit a datagram (65507 bytes); "
-			"use --packet-size\n", pl.name ? "'" : "", pl.name ? pl.name : "--gen",
-			pl.name ? "'" : "", P, pl.sequence ? " behind an 8-byte --sequence" : "");
-		goto out_close_pack;
+			"use --packet-size\n", pl->name ? "'" : "", pl->name ? pl->name : "--gen",
+			pl->name ? "'" : "", pl->P, pl->sequence ? " behind an 8-byte --sequence" : "");
+		return -1;
 	}
-	if (pl_connect(&pl))
-		goto out_close;
+	return 0;
+}
+
+/* Read ahead in a thread, send in this one; the summary.  The exit status. */
+static int pl_play(struct pl *pl)
+{
+	int status = 1;
 
 	/* a whole number of datagrams per read; reads run ahead of the
 	 * sender in a thread of their own */
-	struct pl_rd rd = { .pl = &pl, .g = &g, .bs = (size_t)((4u << 20) / P + 1) * P,
-			    .end = pl.size ? pl.size : UINT64_MAX, .t0 = rr_mono_ns() };
+	struct pl_rd rd = { .pl = pl, .g = &pl->g, .bs = (size_t)((4u << 20) / pl->P + 1) * pl->P,
+			    .end = pl->size ? pl->size : UINT64_MAX, .t0 = rr_mono_ns() };
 	pthread_mutex_init(&rd.lock, NULL);
 	pthread_cond_init(&rd.cond, NULL);
 	for (unsigned i = 0; i < PL_NBUF; i++)
 		if (!(rd.buf[i] = malloc(rd.bs))) {
 			fprintf(stderr, PROG ": out of memory\n");
-			goto out_free_bufs;
+			goto out;
 		}
 	pthread_t thr;
 	if (pthread_create(&thr, NULL, pl_reader, &rd)) {
 		fprintf(stderr, PROG ": cannot start the reader\n");
-		goto out_free_bufs;
+		goto out;
 	}
 	uint64_t seq = 0, datagrams = 0, sent = 0, t0 = rd.t0;
 	status = 0;
@@ -439,7 +456,7 @@ int main(int argc, char **argv)
 		}
 		if (n == 0)
 			break;
-		if (pl_send(&pl, rd.buf[i], (size_t)n, P, &seq, &datagrams, &sent, t0)) {
+		if (pl_send(pl, rd.buf[i], (size_t)n, pl->P, &seq, &datagrams, &sent, t0)) {
 			status = 1;
 			break;
 		}
@@ -454,21 +471,35 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&rd.lock);
 	pthread_join(thr, NULL);
 	double secs = (double)(rr_mono_ns() - t0) * 1e-9;
-	if (!pl.quiet) {
+	if (!pl->quiet) {
 		char b1[32], b2[32];
 		fprintf(stderr, PROG ": sent %llu datagrams, %s in %.2f s (%s/s)\n",
 			(unsigned long long)datagrams, recfs_fmt_size(sent, b1, sizeof(b1)), secs,
 			recfs_fmt_size(secs > 0 ? (uint64_t)((double)sent / secs) : 0, b2, sizeof(b2)));
 	}
-out_free_bufs:
+out:
 	for (unsigned i = 0; i < PL_NBUF; i++)
 		free(rd.buf[i]);
-out_close:
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct pl pl = { .threads = 1, .fps = 10000, .sndbuf = 16u << 20, .sock = -1 };
+	int status = 1, err = pl_parse_args(argc, argv, &pl);
+
+	if (err)
+		return err > 0 ? 0 : 1;
+	if (pl_open(&pl))
+		return 1;
+	if (!pl.gen && pl.check)
+		status = pl_check(&pl);
+	else if (!pl_fits(&pl) && !pl_connect(&pl))
+		status = pl_play(&pl);
 	if (pl.sock >= 0)
 		close(pl.sock);
-out_close_pack:
 	if (pl.p)
 		recfs_pack_close(pl.p);
-	rr_gen_free(&g);
+	rr_gen_free(&pl.g);
 	return status;
 }

@@ -7,12 +7,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../tools/recfsd-lib.sh"
 echo "66: recfsd metrics, parsed by prometheus_client"
-PY3=/usr/bin/python3
-if ! $PY3 -c 'import prometheus_client' 2>/dev/null; then
-	fail "needs python3-prometheus-client (make deps installs it)"
-	finish
-	exit
-fi
+need_prometheus
 
 make_members 3 64M
 check "mkfs" mkfs.recfs -q -c 256K "$PACK"
@@ -21,19 +16,6 @@ check "recfsd with metrics ready" start_recfsd -F vdif -i "a=udp:127.0.0.1:$pa" 
 	-m 127.0.0.1:0 --buffer 16M "$PACK"
 check "the ready line names the metrics port ($RD_READY)" test -n "$RD_MX"
 
-# scrape NAME.py: parse /metrics; writes "name{labels} value" lines to $T_DIR/m
-scrape() {
-	curl -sf "http://$RD_MX/metrics" >"$T_DIR/m.txt" || return 1
-	$PY3 - "$T_DIR/m.txt" >"$T_DIR/m" <<'PY'
-import sys
-from prometheus_client.parser import text_string_to_metric_families
-for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
-    for s in fam.samples:
-        lab = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
-        print("%s{%s} %r" % (s.name, lab, s.value))
-PY
-}
-val() { awk -v k="$1" '$1 == k {print $2}' "$T_DIR/m"; }
 # send PORT SEC FIRST LAST [SKIP...]: VDIF frames of thread 0, 1032 bytes
 send() {
 	python3 - "$@" <<'PY'
@@ -51,7 +33,7 @@ for fn in range(a, b):
 PY
 }
 
-check "scrape before any scan" scrape
+check "scrape before any scan" scrape_parsed
 check "parsed: scans_total 0" test "$(val 'recfsd_scans_total{}')" = 0.0
 check "parsed: not recording" test "$(val 'recfsd_recording{}')" = 0.0
 cap=$(val 'recfsd_pack_capacity_bytes{}')
@@ -63,7 +45,7 @@ expect_reply "record=on" "record=on:m1" '!record = 0 ;'
 sleep 0.2
 send "$pa" 100 0 1000 100 101 102 # 997 frames, 3 lost: 4 chunks, every member
 check "recfsd took the scan's datagrams" wait_drained "$pa"
-check "scrape while recording" scrape
+check "scrape while recording" scrape_parsed
 check "recording 1 while the scan runs" test "$(val 'recfsd_recording{}')" = 1.0
 check "scan_info names the scan and its state" test "$(val 'recfsd_scan_info{name="m1",scan="1",state="recording"}')" = 1.0
 check "frames lost so far: 3" test "$(val 'recfsd_vdif_frames_lost_total{input="a",stream="a"}')" = 3.0
@@ -71,7 +53,7 @@ expect_reply "record=off" "record=off" '!record = 1 ;'
 # the seal ends the scan: scrape until the scan is idle and sealed (its
 # recording's rows out of the free figure), not after a fixed sleep
 sealed() {
-	scrape || return 1
+	scrape_parsed || return 1
 	[ "$(val 'recfsd_scan_info{name="m1",scan="1",state="idle"}')" = 1.0 ] || return 1
 	local used
 	used=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(sum(r["allocated"] for r in j) if all(r["state"] == "sealed" for r in j) else -1)')

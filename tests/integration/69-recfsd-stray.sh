@@ -48,8 +48,6 @@ for i, d in enumerate(dgs):
 open(out, "wb").write(rec)
 PY
 send() { python3 "$T_DIR/send.py" "$@"; }
-scrape() { curl -sf "http://$RD_MX/metrics" >"$T_DIR/m.txt"; }
-metric() { awk -v k="$1" '$1 == k {print $2}' "$T_DIR/m.txt"; }
 
 # --- VDIF: input a learns between scans, input b inside its first scan
 pa=$(free_port) pb=$(free_port)

@@ -6,12 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../tools/recfsd-lib.sh"
 echo "6j: /metrics under slowloris"
-PY3=/usr/bin/python3
-if ! $PY3 -c 'import prometheus_client' 2>/dev/null; then
-	fail "needs python3-prometheus-client (make deps installs it)"
-	finish
-	exit
-fi
+need_prometheus
 
 make_members 2 64M
 check "mkfs" mkfs.recfs -q -c 256K "$PACK"

@@ -62,3 +62,35 @@ scan_checked() {
 	done
 	echo "$got"
 }
+
+# need_prometheus: PY3 is the system python3 with prometheus_client (the
+# Prometheus project's own parser); without it the test fails and ends
+need_prometheus() {
+	PY3=/usr/bin/python3
+	$PY3 -c 'import prometheus_client' 2>/dev/null && return 0
+	fail "needs python3-prometheus-client (make deps installs it)"
+	finish
+	exit
+}
+
+# scrape: recfsd's /metrics (RD_MX) as it was written, into $T_DIR/m.txt
+scrape() { curl -sf "http://$RD_MX/metrics" >"$T_DIR/m.txt"; }
+# metric 'NAME{LABELS}': that sample's value in the last scrape, as written
+metric() { awk -v k="$1" '$1 == k {print $2}' "$T_DIR/m.txt"; }
+
+# scrape_parsed: scrape, then parse it with prometheus_client
+# (need_prometheus first) into $T_DIR/m, a 'name{labels} value' line a
+# sample, labels sorted, values as Python floats (0.0)
+scrape_parsed() {
+	scrape || return 1
+	$PY3 - "$T_DIR/m.txt" >"$T_DIR/m" <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+    for s in fam.samples:
+        lab = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
+        print("%s{%s} %r" % (s.name, lab, s.value))
+PY
+}
+# val 'NAME{LABELS}': that sample's value in the last scrape_parsed
+val() { awk -v k="$1" '$1 == k {print $2}' "$T_DIR/m"; }

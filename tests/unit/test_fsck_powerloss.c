@@ -29,19 +29,14 @@ static int put(struct recfs_pack *p, unsigned k, bool seal, struct tacked *ack)
 static void session(struct recfs_fault *f, struct tacked *ack)
 {
 	struct recfs_pack *p;
-	struct recfs_rec r;
 
 	memset(ack, 0, sizeof(*ack));
 	if (tpack_open(f, NM, NULL, RECFS_O_RDWR, &p))
 		return;
 	if (put(p, R_A, true, ack) || put(p, R_B, true, ack))
 		goto out;
-	if (recfs_rec_lookup(p, names[R_A], &r))
+	if (tdelete(p, R_A, names[R_A], ack))
 		goto out;
-	ack->delete_started[R_A] = true;
-	if (recfs_rec_delete(p, r.index, 0))
-		goto out;
-	ack->deleted[R_A] = true;
 	if (put(p, R_LIVE, false, ack))
 		goto out;
 	put(p, R_D, true, ack);
@@ -49,111 +44,36 @@ out:
 	recfs_pack_close(p);
 }
 
-struct outbuf {
-	char text[16384];
-	size_t len;
-};
-
-static void collect(void *ctx, const char *line)
-{
-	struct outbuf *o = ctx;
-	int n = snprintf(o->text + o->len, sizeof(o->text) - o->len, "%s\n", line);
-	if (n > 0 && o->len + (size_t)n < sizeof(o->text))
-		o->len += (size_t)n;
-}
-
-static int run_check(struct recfs_fault *f, enum recfs_check_mode mode, struct outbuf *ob,
-		     struct recfs_check_stats *st)
-{
-	struct recfs_dev *d[NM];
-	struct recfs_check_opts o = {0};
-	int ret;
-
-	memset(ob, 0, sizeof(*ob));
-	for (unsigned i = 0; i < NM; i++)
-		d[i] = recfs_fault_dev(f, i);
-	o.mode = mode;
-	o.out = collect;
-	o.ctx = ob;
-	o.verify = mode == RECFS_CHECK_NO;
-	ret = recfs_check(d, NM, &o, st);
-	for (unsigned i = 0; i < NM; i++)
-		recfs_dev_close(d[i]);
-	return ret;
-}
-
-/* what a crash may leave: leaked rows, unused slots, replicas one write
- * behind, a torn newest generation, recordings to seal */
-static void only_crash_problems(const char *text, const char *what)
-{
-	static const char *ok[] = {"PR_ENT_UNUSED:", "PR_ENT_REPLICA:", "PR_ENT_ROLLBACK:",
-				   "PR_BMP_COPY:", "PR_BMP_LEAK:", "PR_SLOT_REPLICA:",
-				   "PR_REC_CRASHED:", NULL};
-	for (const char *l = text; *l;) {
-		const char *e = strchr(l, '\n');
-		size_t n = e ? (size_t)(e - l) : strlen(l);
-		if (!strncmp(l, "PR_", 3)) {
-			bool fine = false;
-			for (unsigned k = 0; ok[k] && !fine; k++)
-				fine = !strncmp(l, ok[k], strlen(ok[k]));
-			if (!fine)
-				fail_msg("%s: fsck reported more than a crash leaves: %.*s", what, (int)n, l);
-		}
-		l += n + (e ? 1 : 0);
-	}
-}
-
 static void check_after(struct recfs_fault *f, const struct tacked *ack, const char *what)
 {
-	struct outbuf ob;
+	struct toutbuf ob;
 	struct recfs_check_stats st;
 	struct recfs_pack *p;
 	struct recfs_rec r;
 	int ret;
 
-	ret = run_check(f, RECFS_CHECK_YES, &ob, &st);
+	ret = tfsck(f, NM, RECFS_CHECK_YES, false, &ob, &st);
 	if (ret & ~RECFS_FSCK_CORRECTED)
 		fail_msg("%s: fsck -y exit %d:\n%s", what, ret, ob.text);
-	only_crash_problems(ob.text, what);
+	tonly_crash_problems(ob.text, what);
 	if (!strcmp(what, "no cut") && !strstr(ob.text, "PR_REC_CRASHED: recording 'live'"))
 		fail_msg("the open recording was not recovered:\n%s", ob.text);
-	ret = run_check(f, RECFS_CHECK_YES, &ob, &st);
+	ret = tfsck(f, NM, RECFS_CHECK_YES, false, &ob, &st);
 	if (ret != 0 || st.problems)
 		fail_msg("%s: second fsck -y exit %d:\n%s", what, ret, ob.text);
 	/* the read-only check with --verify reads everything back */
-	ret = run_check(f, RECFS_CHECK_NO, &ob, &st);
+	ret = tfsck(f, NM, RECFS_CHECK_NO, true, &ob, &st);
 	if (ret != 0 || st.bad_chunks)
 		fail_msg("%s: fsck -n --verify exit %d:\n%s", what, ret, ob.text);
 
 	if (tpack_open(f, NM, NULL, 0, &p))
 		fail_msg("%s: pack does not assemble after fsck: %s", what, recfs_errmsg());
 	for (unsigned k = 0; k < NR; k++) {
-		int found = recfs_rec_lookup(p, names[k], &r) == 0;
-		if (ack->deleted[k]) {
-			if (found)
-				fail_msg("%s: %s deleted but present", what, names[k]);
+		if (!tacked_find(p, k, names[k], &r, ack, what))
 			continue;
-		}
-		if (!found) {
-			if (ack->created[k] && !ack->delete_started[k])
-				fail_msg("%s: %s lost", what, names[k]);
-			continue;
-		}
-		if (!ack->create_started[k])
-			fail_msg("%s: %s present but never created", what, names[k]);
 		if (r.state != RECFS_STATE_SEALED)
 			fail_msg("%s: %s left in state %u after fsck", what, names[k], r.state);
-		if (ack->sealed[k] && r.committed_len != lens[k])
-			fail_msg("%s: %s sealed at %llu, now %llu", what, names[k],
-				 (unsigned long long)lens[k], (unsigned long long)r.committed_len);
-		if (r.committed_len < ack->synced[k] || r.committed_len > ack->appended[k])
-			fail_msg("%s: %s holds %llu bytes, outside synced %llu..written %llu", what,
-				 names[k], (unsigned long long)r.committed_len,
-				 (unsigned long long)ack->synced[k],
-				 (unsigned long long)ack->appended[k]);
-		if (tcheck(p, &r, k, r.committed_len))
-			fail_msg("%s: %s differs within its %llu bytes: %s", what, names[k],
-				 (unsigned long long)r.committed_len, recfs_errmsg());
+		tacked_check(p, &r, k, names[k], lens[k], ack->synced[k], ack, what);
 	}
 	recfs_pack_close(p);
 }
@@ -187,7 +107,7 @@ static void test_readonly(void **s)
 {
 	struct tacked ack;
 	struct recfs_fault *f = tpack_new(NM, MSZ, CH, DIRCAP);
-	struct outbuf ob;
+	struct toutbuf ob;
 	struct recfs_check_stats st;
 	uint8_t *before[NM];
 	(void)s;
@@ -200,7 +120,7 @@ static void test_readonly(void **s)
 		before[i] = malloc(MSZ);
 		memcpy(before[i], recfs_fault_image(f, i), MSZ);
 	}
-	int ret = run_check(f, RECFS_CHECK_NO, &ob, &st);
+	int ret = tfsck(f, NM, RECFS_CHECK_NO, true, &ob, &st);
 	assert_true(ret & RECFS_FSCK_UNCORRECTED);
 	assert_true(st.problems > 0);
 	assert_int_equal(recfs_fault_writes(f), 0);

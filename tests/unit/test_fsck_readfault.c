@@ -18,48 +18,14 @@ static const char *names[NREC] = {"r0", "r1", "r2"};
 
 static struct recfs_fault *populated(void)
 {
-	struct recfs_fault *f = tpack_new(NM, MSZ, CH, 8);
-	struct recfs_pack *p;
-	struct tacked ack = {0};
-
-	recfs_fault_reboot(f);
-	assert_int_equal(tpack_open(f, NM, NULL, RECFS_O_RDWR, &p), 0);
-	for (unsigned k = 0; k < NREC; k++)
-		assert_int_equal(tput(p, k, names[k], lens[k], 0, CH + 333, true, &ack), 0);
-	recfs_pack_close(p);
-	recfs_fault_reboot(f);
-	return f;
+	return tpopulated(NM, MSZ, CH, 8, NREC, names, lens, CH + 333, 0);
 }
 
-struct outbuf {
-	char text[16384];
-	size_t len;
-};
-
-static void collect(void *ctx, const char *line)
-{
-	struct outbuf *o = ctx;
-	int n = snprintf(o->text + o->len, sizeof(o->text) - o->len, "%s\n", line);
-	if (n > 0 && o->len + (size_t)n < sizeof(o->text))
-		o->len += (size_t)n;
-}
-
+/* fsck in mode, its report into ob */
 static int check(struct recfs_fault *f, enum recfs_check_mode mode, bool verify,
-		 struct outbuf *ob, struct recfs_check_stats *st)
+		 struct toutbuf *ob, struct recfs_check_stats *st)
 {
-	struct recfs_dev *d[NM];
-	struct recfs_check_opts o = {.mode = mode, .verify = verify, .out = collect, .ctx = ob};
-	int ret;
-
-	memset(ob, 0, sizeof(*ob));
-	for (unsigned i = 0; i < NM; i++)
-		d[i] = recfs_fault_dev(f, i);
-	ret = recfs_check(d, NM, &o, st);
-	for (unsigned i = 0; i < NM; i++)
-		recfs_dev_close(d[i]);
-	if (getenv("DBG_FSCK"))
-		printf("exit %d\n%s", ret, ob->text);
-	return ret;
+	return tfsck(f, NM, mode, verify, ob, st);
 }
 
 /* lines of text starting with "CODE:" */
@@ -105,7 +71,7 @@ static void free_images(uint8_t *img[NM])
 /* with the fault gone: a clean -n --verify, every recording intact */
 static void all_intact(struct recfs_fault *f, const char *what)
 {
-	struct outbuf ob;
+	struct toutbuf ob;
 	struct recfs_check_stats st;
 	struct recfs_pack *p;
 	struct recfs_rec r;
@@ -150,7 +116,7 @@ static void member_io(unsigned member, uint64_t off, uint64_t len, const char *r
 		      const char *also, unsigned nio)
 {
 	struct recfs_fault *f = populated();
-	struct outbuf ob;
+	struct toutbuf ob;
 	struct recfs_check_stats st;
 	uint8_t *img[NM];
 	char want[96];
@@ -219,7 +185,7 @@ static void test_member_io_slots(void **s)
 static void test_super_io(void **s)
 {
 	struct recfs_fault *f = populated();
-	struct outbuf ob;
+	struct toutbuf ob;
 	struct recfs_check_stats st;
 	uint8_t *img[NM];
 	const char *want = "PR_SB_PRIMARY: fault1: primary superblock is invalid (fault1: read "
@@ -251,7 +217,7 @@ static void test_super_io(void **s)
 static void test_data_io(void **s)
 {
 	struct recfs_fault *f = populated();
-	struct outbuf ob;
+	struct toutbuf ob;
 	struct recfs_check_stats st;
 	struct recfs_pack *p;
 	struct recfs_rec r;

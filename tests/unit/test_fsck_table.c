@@ -53,44 +53,19 @@ static void quiet(void *ctx, const char *line)
 
 static int check(struct recfs_fault *f, unsigned nm, enum recfs_check_mode mode)
 {
-	struct recfs_dev *d[4];
 	struct recfs_check_opts o = {.mode = mode, .verify = true, .out = quiet};
 	struct recfs_check_stats st;
-	int ret;
 
-	for (unsigned i = 0; i < nm; i++)
-		d[i] = recfs_fault_dev(f, i);
-	ret = recfs_check(d, nm, &o, &st);
-	for (unsigned i = 0; i < nm; i++)
-		recfs_dev_close(d[i]);
-	return ret;
+	return tfsck_opts(f, nm, &o, &st);
 }
 
+/* r0, r1 sealed, r2 left recording (crashed): 150,000 bytes each */
 static struct recfs_fault *populated(void)
 {
-	struct recfs_fault *f = tpack_new(2, MSZ, CH, 8);
-	struct recfs_pack *p;
-	struct recfs_rec r;
-	struct recfs_appender *a;
-	uint8_t buf[5000];
+	static const char *const names[] = {"r0", "r1", "r2"};
+	static const uint64_t lens[] = {30 * 5000, 30 * 5000, 30 * 5000};
 
-	recfs_fault_reboot(f);
-	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
-	for (unsigned k = 0; k < 3; k++) {
-		char name[8];
-		snprintf(name, sizeof(name), "r%u", k);
-		assert_int_equal(recfs_rec_create(p, name, NULL, 0, &r), 0);
-		assert_int_equal(recfs_appender_new(p, &r, &a), 0);
-		for (unsigned i = 0; i < 30; i++) {
-			tfill(k, i * sizeof(buf), buf, sizeof(buf));
-			assert_int_equal(recfs_append(a, buf, sizeof(buf)), 0);
-		}
-		assert_int_equal(k == 2 ? recfs_append_sync(a) : recfs_append_seal(a), 0);
-		recfs_appender_free(a);
-	}
-	recfs_pack_close(p);
-	recfs_fault_reboot(f);
-	return f;
+	return tpopulated(2, MSZ, CH, 8, 3, names, lens, 0, 1u << 2);
 }
 
 static uint64_t rng(uint64_t *x)
@@ -211,7 +186,6 @@ static void test_declined_drop_keeps_rows(void **s)
 	struct asker k = {.no = "PR_ENT_DAMAGED:"};
 	struct recfs_check_opts o = {.mode = RECFS_CHECK_ASK, .out = ask_out, .ask = ask_answer, .ctx = &k};
 	struct recfs_check_stats st;
-	struct recfs_dev *d[2];
 	uint64_t seed;
 	(void)s;
 
@@ -227,11 +201,7 @@ static void test_declined_drop_keeps_rows(void **s)
 	for (unsigned m = 0; m < 2; m++)
 		for (unsigned sl = 0; sl < 2; sl++)
 			recfs_fault_image(f, m)[g.dir_off + ((uint64_t)r.index * 2 + sl) * RECFS_ENTRY_SIZE + 100] ^= 0x55;
-	for (unsigned i = 0; i < 2; i++)
-		d[i] = recfs_fault_dev(f, i);
-	int ret = recfs_check(d, 2, &o, &st);
-	for (unsigned i = 0; i < 2; i++)
-		recfs_dev_close(d[i]);
+	int ret = tfsck_opts(f, 2, &o, &st);
 	assert_false(ret & RECFS_FSCK_ERROR);
 	assert_int_equal(k.leaks, 0);
 	assert_true(row_set(f, &g, seed, row));
@@ -254,15 +224,10 @@ static void test_cancel(void **s)
 	struct recfs_check_opts o = {.mode = RECFS_CHECK_YES, .verify = true, .out = quiet,
 				     .cancel = cancel_now, .ctx = &polls};
 	struct recfs_check_stats st;
-	struct recfs_dev *d[2];
 	(void)s;
 
 	uint64_t w = recfs_fault_writes(f);
-	for (unsigned i = 0; i < 2; i++)
-		d[i] = recfs_fault_dev(f, i);
-	int ret = recfs_check(d, 2, &o, &st);
-	for (unsigned i = 0; i < 2; i++)
-		recfs_dev_close(d[i]);
+	int ret = tfsck_opts(f, 2, &o, &st);
 	assert_true(ret & RECFS_FSCK_CANCELLED);
 	assert_false(ret & RECFS_FSCK_CORRECTED);
 	assert_true(polls > 0);
@@ -339,31 +304,11 @@ static void test_seq_wrap(void **s)
 	recfs_fault_free(f);
 }
 
-struct textbuf {
-	char t[16384];
-	size_t n;
-};
-
-static void text_out(void *ctx, const char *line)
-{
-	struct textbuf *b = ctx;
-	int k = snprintf(b->t + b->n, sizeof(b->t) - b->n, "%s\n", line);
-	if (k > 0 && b->n + (size_t)k < sizeof(b->t))
-		b->n += (size_t)k;
-}
-
 /* fsck -y without --verify (whose read buffers cost more than the rest) */
-static int check_text(struct recfs_fault *f, struct textbuf *tb)
+static int check_text(struct recfs_fault *f, struct toutbuf *tb)
 {
-	struct recfs_dev *dv[2];
-	struct recfs_check_opts o = {.mode = RECFS_CHECK_YES, .out = text_out, .ctx = tb};
 	struct recfs_check_stats st;
-	for (unsigned i = 0; i < 2; i++)
-		dv[i] = recfs_fault_dev(f, i);
-	int ret = recfs_check(dv, 2, &o, &st);
-	for (unsigned i = 0; i < 2; i++)
-		recfs_dev_close(dv[i]);
-	return ret;
+	return tfsck(f, 2, RECFS_CHECK_YES, false, tb, &st);
 }
 
 /* PR_ENT_UNKNOWN ("a good checksum that cannot be decoded or repaired")
@@ -419,16 +364,16 @@ static void test_ent_fields_never_unknown(void **s)
 			memset(e, 0, 2 * RECFS_ENTRY_SIZE);
 			memcpy(e + sl * RECFS_ENTRY_SIZE, slot, sizeof(slot));
 		}
-		struct textbuf tb = {.n = 0}, tb2 = {.n = 0};
+		struct toutbuf tb, tb2;
 		int r1 = check_text(f, &tb);
-		if (strstr(tb.t, "PR_ENT_UNKNOWN") || (r1 & RECFS_FSCK_ERROR))
-			fail_msg("seed %llu: exit %d:\n%s", (unsigned long long)seed, r1, tb.t);
-		repaired += strstr(tb.t, "PR_ENT_FIELD") || strstr(tb.t, "PR_ENT_NAME") ||
-			    strstr(tb.t, "PR_ENT_COMMITTED");
+		if (strstr(tb.text, "PR_ENT_UNKNOWN") || (r1 & RECFS_FSCK_ERROR))
+			fail_msg("seed %llu: exit %d:\n%s", (unsigned long long)seed, r1, tb.text);
+		repaired += strstr(tb.text, "PR_ENT_FIELD") || strstr(tb.text, "PR_ENT_NAME") ||
+			    strstr(tb.text, "PR_ENT_COMMITTED");
 		int r2 = check_text(f, &tb2);
 		if (r2 & (RECFS_FSCK_CORRECTED | RECFS_FSCK_ERROR))
 			fail_msg("seed %llu: second run exit %d after %d:\n%s\nthen\n%s",
-				 (unsigned long long)seed, r2, r1, tb.t, tb2.t);
+				 (unsigned long long)seed, r2, r1, tb.text, tb2.text);
 		recfs_fault_free(f);
 	}
 	print_message("%u of 200 damaged entries went through the field repairs\n", repaired);

@@ -23,19 +23,14 @@ static int put(struct recfs_pack *p, unsigned k, uint64_t step, struct tacked *a
 static void session(struct recfs_fault *f, struct tacked *ack)
 {
 	struct recfs_pack *p;
-	struct recfs_rec r;
 
 	memset(ack, 0, sizeof(*ack));
 	if (tpack_open(f, NM, NULL, RECFS_O_RDWR, &p))
 		return;
 	if (put(p, R_OLD1, CH, ack) || put(p, R_OLD2, 5 * CH, ack) || put(p, R_LIVE, CH + 333, ack))
 		goto out;
-	if (recfs_rec_lookup(p, names[R_OLD1], &r))
+	if (tdelete(p, R_OLD1, names[R_OLD1], ack))
 		goto out;
-	ack->delete_started[R_OLD1] = true;
-	if (recfs_rec_delete(p, r.index, 0))
-		goto out;
-	ack->deleted[R_OLD1] = true;
 	put(p, R_NEW, CH / 2, ack);
 out:
 	recfs_pack_close(p);
@@ -43,66 +38,7 @@ out:
 
 static void verify(struct recfs_fault *f, const struct tacked *ack, const char *what)
 {
-	struct recfs_pack *p;
-	struct recfs_rec r;
-
-	int err = tpack_open(f, NM, NULL, 0, &p);
-	if (err)
-		fail_msg("%s: pack does not assemble: %s", what, recfs_errmsg());
-	for (unsigned k = 0; k < NR; k++) {
-		int found = recfs_rec_lookup(p, names[k], &r) == 0;
-		if (ack->deleted[k]) {
-			if (found)
-				fail_msg("%s: %s deleted but present", what, names[k]);
-			continue;
-		}
-		if (!found) {
-			if (ack->delete_started[k])
-				continue; /* a delete in flight may or may not have landed */
-			if (ack->sealed[k] || ack->synced[k] || ack->created[k])
-				fail_msg("%s: %s lost", what, names[k]);
-			continue;
-		}
-		if (ack->sealed[k] && (r.state != RECFS_STATE_SEALED || r.committed_len != lens[k]))
-			fail_msg("%s: %s sealed at %llu, now state %u len %llu", what, names[k],
-				 (unsigned long long)lens[k], r.state,
-				 (unsigned long long)r.committed_len);
-		if (r.committed_len < ack->synced[k] || r.committed_len > ack->appended[k])
-			fail_msg("%s: %s committed %llu outside acked %llu..appended %llu", what,
-				 names[k], (unsigned long long)r.committed_len,
-				 (unsigned long long)ack->synced[k],
-				 (unsigned long long)ack->appended[k]);
-		if (tcheck(p, &r, k, r.committed_len))
-			fail_msg("%s: %s data differs within its %llu committed bytes: %s", what,
-				 names[k], (unsigned long long)r.committed_len, recfs_errmsg());
-	}
-	/* no two live extents share a row */
-	for (uint32_t i = 0; i < p->dir_hwm; i++)
-		for (uint32_t j = i + 1; j < p->dir_hwm; j++) {
-			const struct recfs_rec *a = p->ent[i], *b = p->ent[j];
-			if (a && b && a->alloc_len && b->alloc_len &&
-			    a->ext_start < b->ext_start + b->alloc_len &&
-			    b->ext_start < a->ext_start + a->alloc_len)
-				fail_msg("%s: %s and %s overlap", what, a->name, b->name);
-		}
-	recfs_pack_close(p);
-
-	/* life goes on: a new recording fills the free space; nothing else moves */
-	assert_int_equal(tpack_open(f, NM, NULL, RECFS_O_RDWR, &p), 0);
-	if (recfs_rec_create(p, "after", NULL, 0, &r) == 0) {
-		struct recfs_appender *a;
-		assert_int_equal(recfs_appender_new(p, &r, &a), 0);
-		uint8_t junk[4096];
-		memset(junk, 0x5a, sizeof(junk));
-		while (recfs_append(a, junk, sizeof(junk)) == 0)
-			;
-		assert_int_equal(recfs_append_seal(a), 0);
-		recfs_appender_free(a);
-	}
-	for (unsigned k = 0; k < NR; k++)
-		if (recfs_rec_lookup(p, names[k], &r) == 0 && tcheck(p, &r, k, r.committed_len))
-			fail_msg("%s: %s clobbered by a later allocation", what, names[k]);
-	recfs_pack_close(p);
+	tverify_lib(f, NM, NR, names, lens, 4096, ack, what);
 }
 
 static void run_cuts(unsigned torn, unsigned flags)

@@ -61,19 +61,14 @@ static int put(struct recfs_pack *p, unsigned k, bool seal, struct tacked *ack)
 static void session(struct recfs_fault *f, struct tacked *ack)
 {
 	struct recfs_pack *p;
-	struct recfs_rec r;
 
 	memset(ack, 0, sizeof(*ack));
 	if (tpack_open(f, NM, NULL, RECFS_O_RDWR, &p))
 		return;
 	if (put(p, R_A, true, ack) || put(p, R_B, true, ack))
 		goto out;
-	if (recfs_rec_lookup(p, names[R_A], &r))
+	if (tdelete(p, R_A, names[R_A], ack))
 		goto out;
-	ack->delete_started[R_A] = true;
-	if (recfs_rec_delete(p, r.index, 0))
-		goto out;
-	ack->deleted[R_A] = true;
 	if (put(p, R_BURST, true, ack) || put(p, R_LIVE, false, ack))
 		goto out;
 	put(p, R_D, true, ack);
@@ -85,117 +80,7 @@ out:
 /* test_powerloss's, on the library alone (writes to f: "life goes on") */
 static void verify_lib(struct recfs_fault *f, const struct tacked *ack, const char *what)
 {
-	struct recfs_pack *p;
-	struct recfs_rec r;
-
-	if (tpack_open(f, NM, NULL, 0, &p))
-		fail_msg("%s: pack does not assemble: %s", what, recfs_errmsg());
-	for (unsigned k = 0; k < NR; k++) {
-		int found = recfs_rec_lookup(p, names[k], &r) == 0;
-		if (ack->deleted[k]) {
-			if (found)
-				fail_msg("%s: %s deleted but present", what, names[k]);
-			continue;
-		}
-		if (!found) {
-			if (ack->created[k] && !ack->delete_started[k])
-				fail_msg("%s: %s lost", what, names[k]);
-			continue;
-		}
-		if (!ack->create_started[k])
-			fail_msg("%s: %s present but never created", what, names[k]);
-		if (ack->sealed[k] && (r.state != RECFS_STATE_SEALED || r.committed_len != lens[k]))
-			fail_msg("%s: %s sealed at %llu, now state %u len %llu", what, names[k],
-				 (unsigned long long)lens[k], r.state,
-				 (unsigned long long)r.committed_len);
-		if (r.committed_len < ack->synced[k] || r.committed_len > ack->appended[k])
-			fail_msg("%s: %s committed %llu outside acked %llu..appended %llu", what,
-				 names[k], (unsigned long long)r.committed_len,
-				 (unsigned long long)ack->synced[k],
-				 (unsigned long long)ack->appended[k]);
-		if (tcheck(p, &r, k, r.committed_len))
-			fail_msg("%s: %s data differs within its %llu committed bytes: %s", what,
-				 names[k], (unsigned long long)r.committed_len, recfs_errmsg());
-	}
-	for (uint32_t i = 0; i < p->dir_hwm; i++)
-		for (uint32_t j = i + 1; j < p->dir_hwm; j++) {
-			const struct recfs_rec *a = p->ent[i], *b = p->ent[j];
-			if (a && b && a->alloc_len && b->alloc_len &&
-			    a->ext_start < b->ext_start + b->alloc_len &&
-			    b->ext_start < a->ext_start + a->alloc_len)
-				fail_msg("%s: %s and %s overlap", what, a->name, b->name);
-		}
-	recfs_pack_close(p);
-
-	if (tpack_open(f, NM, NULL, RECFS_O_RDWR, &p))
-		fail_msg("%s: pack does not open read-write: %s", what, recfs_errmsg());
-	if (recfs_rec_create(p, "after", NULL, 0, &r) == 0) {
-		struct recfs_appender *a;
-		assert_int_equal(recfs_appender_new(p, &r, &a), 0);
-		uint8_t junk[CH];
-		memset(junk, 0x5a, sizeof(junk));
-		while (recfs_append(a, junk, sizeof(junk)) == 0)
-			;
-		assert_int_equal(recfs_append_seal(a), 0);
-		recfs_appender_free(a);
-	}
-	for (unsigned k = 0; k < NR; k++)
-		if (recfs_rec_lookup(p, names[k], &r) == 0 && tcheck(p, &r, k, r.committed_len))
-			fail_msg("%s: %s clobbered by a later allocation", what, names[k]);
-	recfs_pack_close(p);
-}
-
-struct outbuf {
-	char text[16384];
-	size_t len;
-};
-
-static void collect(void *ctx, const char *line)
-{
-	struct outbuf *o = ctx;
-	int n = snprintf(o->text + o->len, sizeof(o->text) - o->len, "%s\n", line);
-	if (n > 0 && o->len + (size_t)n < sizeof(o->text))
-		o->len += (size_t)n;
-}
-
-static int run_check(struct recfs_fault *f, enum recfs_check_mode mode, bool verify,
-		     struct outbuf *ob, struct recfs_check_stats *st)
-{
-	struct recfs_dev *d[NM];
-	struct recfs_check_opts o = {0};
-	int ret;
-
-	memset(ob, 0, sizeof(*ob));
-	for (unsigned i = 0; i < NM; i++)
-		d[i] = recfs_fault_dev(f, i);
-	o.mode = mode;
-	o.out = collect;
-	o.ctx = ob;
-	o.verify = verify;
-	ret = recfs_check(d, NM, &o, st);
-	for (unsigned i = 0; i < NM; i++)
-		recfs_dev_close(d[i]);
-	return ret;
-}
-
-static void only_crash_problems(const char *text, const char *what)
-{
-	static const char *ok[] = {"PR_ENT_UNUSED:", "PR_ENT_REPLICA:", "PR_ENT_ROLLBACK:",
-				   "PR_BMP_COPY:", "PR_BMP_LEAK:", "PR_SLOT_REPLICA:",
-				   "PR_REC_CRASHED:", NULL};
-	for (const char *l = text; *l;) {
-		const char *e = strchr(l, '\n');
-		size_t n = e ? (size_t)(e - l) : strlen(l);
-		if (!strncmp(l, "PR_", 3)) {
-			bool fine = false;
-			for (unsigned k = 0; ok[k] && !fine; k++)
-				fine = !strncmp(l, ok[k], strlen(ok[k]));
-			if (!fine)
-				fail_msg("%s: fsck reported more than a crash leaves: %.*s\n%s", what,
-					 (int)n, l, text);
-		}
-		l += n + (e ? 1 : 0);
-	}
+	tverify_lib(f, NM, NR, names, lens, CH, ack, what);
 }
 
 /* fsck --verify allocates and clears 8 MiB per reading thread, which
@@ -208,19 +93,19 @@ static unsigned long long verify_runs;
 static void verify_fsck(struct recfs_fault *f, const struct tacked *ack, const char *what)
 {
 	bool verify = verify_runs++ % VERIFY_EVERY == 0;
-	struct outbuf ob;
+	struct toutbuf ob;
 	struct recfs_check_stats st;
 	struct recfs_pack *p;
 	struct recfs_rec r;
 	int ret;
 
-	ret = run_check(f, RECFS_CHECK_YES, false, &ob, &st);
+	ret = tfsck(f, NM, RECFS_CHECK_YES, false, &ob, &st);
 	if (ret & ~RECFS_FSCK_CORRECTED)
 		fail_msg("%s: fsck -y exit %d:\n%s", what, ret, ob.text);
-	only_crash_problems(ob.text, what);
+	tonly_crash_problems(ob.text, what);
 	/* the second run, read-only (and sometimes reading every byte back),
 	 * finds nothing */
-	ret = run_check(f, RECFS_CHECK_NO, verify, &ob, &st);
+	ret = tfsck(f, NM, RECFS_CHECK_NO, verify, &ob, &st);
 	if (ret != 0 || st.problems || st.bad_chunks)
 		fail_msg("%s: second fsck (-n%s) exit %d:\n%s", what, verify ? " --verify" : "", ret,
 			 ob.text);
@@ -228,30 +113,11 @@ static void verify_fsck(struct recfs_fault *f, const struct tacked *ack, const c
 	if (tpack_open(f, NM, NULL, 0, &p))
 		fail_msg("%s: pack does not assemble after fsck: %s", what, recfs_errmsg());
 	for (unsigned k = 0; k < NR; k++) {
-		int found = recfs_rec_lookup(p, names[k], &r) == 0;
-		if (ack->deleted[k]) {
-			if (found)
-				fail_msg("%s: %s deleted but present after fsck", what, names[k]);
+		if (!tacked_find(p, k, names[k], &r, ack, what))
 			continue;
-		}
-		if (!found) {
-			if (ack->created[k] && !ack->delete_started[k])
-				fail_msg("%s: %s lost after fsck", what, names[k]);
-			continue;
-		}
 		if (r.state != RECFS_STATE_SEALED)
 			fail_msg("%s: %s left in state %u after fsck", what, names[k], r.state);
-		if (ack->sealed[k] && r.committed_len != lens[k])
-			fail_msg("%s: %s sealed at %llu, now %llu", what, names[k],
-				 (unsigned long long)lens[k], (unsigned long long)r.committed_len);
-		if (r.committed_len < ack->durable[k] || r.committed_len > ack->appended[k])
-			fail_msg("%s: %s holds %llu bytes after fsck, outside synced %llu..written %llu",
-				 what, names[k], (unsigned long long)r.committed_len,
-				 (unsigned long long)ack->durable[k],
-				 (unsigned long long)ack->appended[k]);
-		if (tcheck(p, &r, k, r.committed_len))
-			fail_msg("%s: %s differs within its %llu bytes after fsck: %s", what, names[k],
-				 (unsigned long long)r.committed_len, recfs_errmsg());
+		tacked_check(p, &r, k, names[k], lens[k], ack->durable[k], ack, what);
 	}
 	recfs_pack_close(p);
 }
