@@ -7,14 +7,23 @@
 #    outside it struct rr is incomplete, so a field access does not compile.
 #    A translation unit outside the engine that reads a field is refused by
 #    the compiler here, the same one with only the public calls is not.
+#  - No program's main() over 150 lines: it reads as the program's steps.
 . "$(dirname "$0")/../lib.sh"
-echo "00-layout: file sizes, the engine's private state"
+echo "00-layout: file sizes, main()s, the engine's private state"
 cd "$(dirname "$0")/../.."
 
 # --- no source file over 1,000 lines
 big=$(find fs recorder mkfs fsck admin bench -name '*.[ch]' -type f 2>/dev/null |
 	xargs wc -l | awk '$2 != "total" && $1 > 1000 {print $2 " (" $1 " lines)"}')
 check "no source file over 1,000 lines${big:+: $big}" test -z "$big"
+
+# --- no main over 150 lines (from "int main(" to the closing brace at
+# column 0)
+long=$(grep -rl --include='*.c' '^int main(' fs recorder mkfs fsck admin bench tests/tools 2>/dev/null |
+	while read -r f; do
+		awk -v f="$f" '/^int main\(/ {s = NR} s && /^}/ {if (NR - s + 1 > 150) print f " (" NR - s + 1 " lines)"; s = 0}' "$f"
+	done)
+check "no main() over 150 lines${long:+: $long}" test -z "$long"
 
 # --- struct rr is the engine's
 defs=$(grep -rlE '^struct rr \{' --include='*.[ch]' fs recorder mkfs fsck admin bench tests python 2>/dev/null)
