@@ -62,5 +62,11 @@ rd_handler rd_disk2file;
 rd_handler rd_disk2file_q;
 rd_handler rd_datastream_q;
 rd_handler rd_datastream;
+rd_handler rd_input_stream_q;
+rd_handler rd_input_stream;
+rd_handler rd_group_q;
+rd_handler rd_group;
+rd_handler rd_scan_info_q;
+rd_handler rd_dialect_q;
 
 #endif

@@ -31,7 +31,8 @@ int rd_set_disks_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 }
 
 /* disk2file = [DEST] : [START] : [END | +BYTES] : [n | w | a] : jive5ab's
- * data pull (disk2file_vbs.cc) of scan_set's scan (its first recording),
+ * data pull (disk2file_vbs.cc) of scan_set's scan (its first recording;
+ * another one of a scan of several: scan_set= that recording's name),
  * bytes START to END into the local file DEST (default NAME.m5a, in
  * recfsd's directory): n a new file, w truncated, a appended.  A pack
  * member is refused as DEST, as every tool refuses it.  1 (initiated): a
@@ -75,6 +76,30 @@ static void *rd_d2f_main(void *arg)
 	return NULL;
 }
 
+/* The recording disk2file= copies of a scan_set= from the pack's
+ * directory: its first sealed one that holds data (the one recording
+ * scan_set=NAME_SUFFIX named).  0, or an rc. */
+static int rd_d2f_pack_rec(struct rd *d, struct recfs_rec *rec, struct rd_out *o)
+{
+	for (unsigned i = 0; i < d->check_nrec; i++) {
+		pthread_mutex_lock(&d->pack_lock);
+		int err = recfs_rec_lookup(d->p, d->check_recs[i], rec);
+		pthread_mutex_unlock(&d->pack_lock);
+		if (err) {
+			rd_field(o, "recording '%s': %s", d->check_recs[i], recfs_errmsg());
+			return VS_FAILED;
+		}
+		if (rec->state != RECFS_STATE_SEALED) {
+			rd_field(o, "recording '%s' is still being recorded", rec->name);
+			return VS_BUSY;
+		}
+		if (rec->committed_len)
+			return 0;
+	}
+	rd_field(o, "'%s' has no recording to copy", d->check.name);
+	return VS_CONFLICT;
+}
+
 int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	struct rd_d2f *x = &d->d2f;
@@ -91,6 +116,14 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_PARAM;
 	}
 	rd_refresh(d);
+	struct recfs_rec rec = { 0 };
+	bool have = false;
+	if (d->check_nrec) { /* scan_set= found it on the pack's directory */
+		int rc = rd_d2f_pack_rec(d, &rec, o);
+		if (rc)
+			return rc;
+		goto copy;
+	}
 	if (!d->check.no) {
 		rd_field(o, "no scan was set using scan_set=");
 		return VS_CONFLICT;
@@ -104,8 +137,6 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_BUSY;
 	}
 	/* the scan's first recording that holds data */
-	struct recfs_rec rec = { 0 };
-	bool have = false;
 	for (unsigned i = 0; i < d->nst && !have; i++) {
 		struct rr *r = d->st[i].r;
 		struct rr_seg *s = rr_seg_at(r, d->check.seg);
@@ -120,6 +151,7 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "scan %" PRIu64 " has no recording to copy", d->check.no);
 		return VS_CONFLICT;
 	}
+copy:;
 	uint64_t start = 0, end = rec.committed_len;
 	if (np > 1 && p[1][0] && (p[1][0] == '+' || p[1][0] == '-')) {
 		rd_field(o, "relative byteoffsets not allowed here");

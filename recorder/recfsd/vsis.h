@@ -61,6 +61,9 @@ struct vs_server;
 /* Listening when it returns; NULL with a one-line message in err. */
 struct vs_server *vs_server_start(const struct sockaddr_storage *addr, socklen_t len, vs_handler_fn fn,
 				  vs_line_end_fn end, void *ctx, char *err, size_t errlen);
+/* Replies without spaces around the separators, as Mark6 cplane writes
+ * them (set before the first client is served) */
+void vs_server_compact(struct vs_server *s, bool on);
 unsigned vs_server_port(const struct vs_server *s);
 void vs_server_stop(struct vs_server *s);
 
