@@ -239,7 +239,7 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 
 /* scan_set = SCAN# | NAME : which scan scan_check? and disk2file= read.
  * One of the last RR_SEGQ this daemon recorded, by its number or its
- * recordings' base name; else from the pack's directory, as jive5ab looks a
+ * recordings' base name (an older number of its own: 8); else from the pack's directory, as jive5ab looks a
  * scan up (scan_set_vbs.cc): a scan's recordings by its base name (every
  * stream's NAME_SUFFIX found), one recording by its exact name (jive5ab's
  * LABEL_dsname: disk2file= copies any recording of a scan so), else the
@@ -361,6 +361,13 @@ int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 			d->check_nrec = 0;
 			return 0;
 		}
+	}
+	/* a number of this daemon's beyond the last RR_SEGQ: its name is not
+	 * kept (a search for the digits would find another scan) */
+	uint64_t no;
+	if (p[0][strspn(p[0], "0123456789")] == 0 && !recfs_parse_num("scan_set", p[0], 1, d->scans, &no)) {
+		rd_field(o, "scan %" PRIu64 " is older than the last %u; scan_set= its name", no, RR_SEGQ);
+		return VS_PARAM;
 	}
 	/* older, or recorded before this daemon started: the pack's directory */
 	return rd_scan_find(d, p[0], o);

@@ -221,6 +221,9 @@ ok("scan_check? of scan 1: both recordings, 64 tracks, START's second, 2 s, noth
    % (tm.tm_year, tm.tm_yday, tm.tm_hour, tm.tm_min, tm.tm_sec, 2 * 100 * F), sc)
 sc = txn("scan_check?1;\n", 0, "scan_check? 1 of scan 1")
 ok("scan_check? 1: recording b alone", sc.startswith("!scan_check?0:?:r41234_mh_no0001_b:VDIF:32:"), sc)
+r = txn("scan_set=2;\n", 8, "scan_set= by the number of a scan older than the last 8")
+ok("scan_set= an old number: refused, its name asked for", "scan 2 is older than the last 8" in r, r)
+ok("scan_set= an old number: the choice unchanged", txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0001;\n")
 # jive5ab's search: a part of the name, case ignored, the newest match
 r = txn("scan_set=NO0002;\n", 0, "scan_set= a part of a name")
 ok("scan_set= a part of the name finds scan 2's recordings",
