@@ -84,11 +84,9 @@ size_t vs_reply(char *out, size_t len, const char *keyword, bool query, int rc, 
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
-/* A reply as Mark6 cplane writes it (its Response.py): no spaces around
- * the separators, !record?0:0:off:0:; (a field's own spaces stay: ':'
- * never appears inside one, rd_field and the parser's reasons see to it). */
-static size_t vs_reply_compact(char *out, size_t len, const char *keyword, bool query, int rc,
-			       const char *fields)
+/* vsis.h; ':' never appears inside a field (rd_field and the parser's
+ * reasons see to it), so " : " is always a separator */
+size_t vs_reply_compact(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields)
 {
 	int n = snprintf(out, len, "!%s%c%d", keyword, query ? '?' : '=', rc);
 	size_t m = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
