@@ -28,6 +28,7 @@ uint64_t rd_now_ns(void);
 void rd_vsi_time(uint64_t ns, char *out, size_t len);
 int64_t rd_vex_time(const char *s);
 int rd_name_part(const char *s, size_t max);
+bool rd_check_span(struct rd *d, const struct recfs_rec *rec, double *first, double *secs, uint64_t *missing);
 
 /* A keyword's command or query: its return code, its reply fields in o. */
 typedef int rd_handler(struct rd *d, unsigned np, char *const *p, struct rd_out *o);

@@ -97,6 +97,23 @@ static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len
 	free(buf);
 }
 
+/* A sealed VDIF recording's span from its data, as scan_check? reads it:
+ * the first frame's time tag, the length by the time tags, the bytes the
+ * time tags say are missing; false when it is not VDIF (or empty). */
+bool rd_check_span(struct rd *d, const struct recfs_rec *rec, double *first, double *secs, uint64_t *missing)
+{
+	struct rd_check c;
+	if (!rec->committed_len)
+		return false;
+	rd_check_rec(d, rec, rec->committed_len, &c);
+	if (!c.vdif)
+		return false;
+	*first = c.first;
+	*secs = c.secs;
+	*missing = c.missing;
+	return true;
+}
+
 /* A time tag as VSI-S writes it: 2026y326d17h05m03.1234s (UTC) */
 static void rd_vsi_time_s(double t, char *out, size_t len)
 {

@@ -210,10 +210,13 @@ int rd_group(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 /* scan_info? [SCAN# | NAME] : cplane's GetScanInfo: group : scan number :
  * scan name : status : start : duration : data streams : performance
  * code.  The last scan, or one of the last RR_SEGQ.  Status recording,
- * pending, flushing, complete or halted (as record?); start the earliest
- * first write of its recordings (the pack's directory, wall clock),
- * duration to the latest end (or now); data streams its recordings on
- * the pack; performance 0, or 1 when their loss maps hold a gap. */
+ * pending, flushing, complete or halted (as record?); once its VDIF
+ * recordings are sealed, start and duration from the data as scan_check?
+ * reads them (the earliest first frame's time tag to the latest end),
+ * before that by the host clock of their first and last writes (the
+ * pack's directory; to now while recording); data streams its
+ * recordings on the pack; performance 0, or 1 when they lost data (loss
+ * map, dropped datagrams, bytes the time tags miss). */
 int rd_scan_info_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	if (np > 1) {
@@ -241,8 +244,9 @@ int rd_scan_info_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "no scan recorded yet");
 		return VS_FAILED;
 	}
-	bool cur = sc == &d->cur, on = cur && d->recording;
+	bool cur = sc == &d->cur, on = cur && d->recording, data = true;
 	uint64_t t0 = 0, t1 = 0, lost = 0;
+	double f0 = 0, f1 = 0; /* by the VDIF time tags */
 	unsigned n = 0;
 	for (unsigned k = 0; k < d->nst; k++) {
 		char rn[RECFS_NAME_MAX + 16];
@@ -259,7 +263,19 @@ int rd_scan_info_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		if (rec.end_ns > t1)
 			t1 = rec.end_ns;
 		lost += rec.loss.frames_lost + rec.loss.dropped + rec.loss.gap_count;
+		double first, secs;
+		uint64_t missing;
+		if (rec.state != RECFS_STATE_SEALED || !rd_check_span(d, &rec, &first, &secs, &missing)) {
+			data = false;
+			continue;
+		}
+		lost += missing;
+		if (!f0 || first < f0)
+			f0 = first;
+		if (first + secs > f1)
+			f1 = first + secs;
 	}
+	data = data && n && f0 > 0;
 	const char *st = "complete";
 	if (on)
 		st = d->start_at_ns && !n ? "pending" : "recording";
@@ -270,7 +286,9 @@ int rd_scan_info_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	if (on || t1 < t0)
 		t1 = rd_now_ns();
 	char t[48] = "-";
-	if (t0)
+	if (data)
+		rd_vsi_time((uint64_t)(f0 * 1e9 + 0.5), t, sizeof(t));
+	else if (t0)
 		rd_vsi_time(t0, t, sizeof(t));
 	rd_field(o, "0");
 	rd_field(o, RD_GROUP);
@@ -278,7 +296,7 @@ int rd_scan_info_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	rd_field(o, "%s", sc->name);
 	rd_field(o, "%s", st);
 	rd_field(o, "%s", t);
-	rd_field(o, "%.3f", t0 ? (double)(t1 - t0) * 1e-9 : 0.0);
+	rd_field(o, "%.3f", data ? f1 - f0 : t0 ? (double)(t1 - t0) * 1e-9 : 0.0);
 	rd_field(o, "%u", n);
 	rd_field(o, "%d", lost ? 1 : 0);
 	return VS_OK;
