@@ -114,6 +114,22 @@ bool rd_check_span(struct rd *d, const struct recfs_rec *rec, double *first, dou
 	return true;
 }
 
+/* A sealed VDIF recording's first frame's time tag and its data rate
+ * (bytes a second: frames a second per thread, threads, frame size), for
+ * scan_set='s time offsets; false when not known. */
+bool rd_check_rate(struct rd *d, const struct recfs_rec *rec, double *first, double *bps)
+{
+	struct rd_check c;
+	if (!rec->committed_len)
+		return false;
+	rd_check_rec(d, rec, rec->committed_len, &c);
+	if (!c.vdif || !c.fps)
+		return false;
+	*first = c.first;
+	*bps = (double)c.frame_size * (double)c.fps * c.threads;
+	return true;
+}
+
 /* A time tag as VSI-S writes it: 2026y326d17h05m03.1234s (UTC) */
 static void rd_vsi_time_s(double t, char *out, size_t len)
 {

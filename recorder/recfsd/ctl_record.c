@@ -247,17 +247,18 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
  * other streams when its name ends in one of their suffixes). */
 int rd_scan_set_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (d->check_nrec) {
+	if (d->check_nrec)
 		rd_field(o, "?"); /* jive5ab's scan number of a scan it did not record */
-		rd_field(o, "%s", d->check.name);
-		return 0;
-	}
-	if (!d->check.no) {
+	else if (!d->check.no) {
 		rd_field(o, "no scan");
 		return VS_FAILED;
-	}
-	rd_field(o, "%" PRIu64, d->check.no);
+	} else
+		rd_field(o, "%" PRIu64, d->check.no);
 	rd_field(o, "%s", d->check.name);
+	if (d->check_off[0][0] || d->check_off[1][0]) { /* as given */
+		rd_field(o, "%s", d->check_off[0]);
+		rd_field(o, "%s", d->check_off[1]);
+	}
 	return 0;
 }
 
@@ -333,6 +334,8 @@ static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
 	return 0;
 }
 
+static int rd_scan_set_name(struct rd *d, const char *key, struct rd_out *o);
+
 int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	if (np < 1 || !p[0][0]) {
@@ -340,15 +343,35 @@ int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_PARAM;
 	}
 	/* the FS sends scan_set = LABEL :  :  ; with empty offsets: the
-	 * whole scan, as jive5ab takes them */
-	bool offsets = false;
-	for (unsigned k = 1; k < np; k++)
-		offsets |= p[k][0] != 0;
-	if (offsets) {
-		rd_field(o, "scan_set: start and stop offsets are not implemented here");
-		return VS_NOT_IMPL;
+	 * whole scan, as jive5ab takes them; given ones are checked now and
+	 * taken against the recording disk2file= copies (8 there when out of
+	 * it) */
+	if (np > 3) {
+		rd_field(o, "scan_set = SCAN# or NAME [: START [: END]]");
+		return VS_PARAM;
 	}
-	if (strlen(p[0]) > RECFS_NAME_MAX) {
+	for (unsigned k = 1; k < np; k++) {
+		uint64_t v;
+		if (strlen(p[k]) >= sizeof(d->check_off[0])) {
+			rd_field(o, "scan_set: an offset is at most %zu bytes", sizeof(d->check_off[0]) - 1);
+			return VS_PARAM;
+		}
+		if (p[k][0] && rd_scan_off(d, p[k], k == 1, NULL, 0, &v, o))
+			return VS_PARAM;
+	}
+	int rc = rd_scan_set_name(d, p[0], o);
+	if (rc)
+		return rc;
+	memset(d->check_off, 0, sizeof(d->check_off));
+	for (unsigned k = 1; k < np; k++)
+		snprintf(d->check_off[k - 1], sizeof(d->check_off[0]), "%s", p[k]);
+	return 0;
+}
+
+/* scan_set='s scan by its number or name; 0, or an rc */
+static int rd_scan_set_name(struct rd *d, const char *key, struct rd_out *o)
+{
+	if (strlen(key) > RECFS_NAME_MAX) {
 		rd_field(o, "scan_set: a name is at most %u bytes", RECFS_NAME_MAX);
 		return VS_PARAM;
 	}
@@ -356,7 +379,7 @@ int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		const struct rd_scan *sc = &d->hist[k];
 		char no[24];
 		snprintf(no, sizeof(no), "%" PRIu64, sc->no);
-		if (sc->no && (!strcmp(no, p[0]) || !strcmp(sc->name, p[0]))) {
+		if (sc->no && (!strcmp(no, key) || !strcmp(sc->name, key))) {
 			d->check = *sc;
 			d->check_nrec = 0;
 			return 0;
@@ -365,10 +388,10 @@ int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	/* a number of this daemon's beyond the last RR_SEGQ: its name is not
 	 * kept (a search for the digits would find another scan) */
 	uint64_t no;
-	if (p[0][strspn(p[0], "0123456789")] == 0 && !recfs_parse_num("scan_set", p[0], 1, d->scans, &no)) {
+	if (key[strspn(key, "0123456789")] == 0 && !recfs_parse_num("scan_set", key, 1, d->scans, &no)) {
 		rd_field(o, "scan %" PRIu64 " is older than the last %u; scan_set= its name", no, RR_SEGQ);
 		return VS_PARAM;
 	}
 	/* older, or recorded before this daemon started: the pack's directory */
-	return rd_scan_find(d, p[0], o);
+	return rd_scan_find(d, key, o);
 }

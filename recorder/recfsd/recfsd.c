@@ -233,6 +233,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	d->halted[0] = 0;
 	d->check = d->cur;
 	d->check_nrec = 0;
+	memset(d->check_off, 0, sizeof(d->check_off));
 	d->hist[d->cur.no % RR_SEGQ] = d->cur;
 	return 0;
 }
@@ -260,6 +261,7 @@ int rd_scan_stop(struct rd *d)
 	d->cur.t_off_ns = rd_wall_ns();
 	d->check = d->cur;
 	d->check_nrec = 0;
+	memset(d->check_off, 0, sizeof(d->check_off));
 	d->hist[d->cur.no % RR_SEGQ] = d->cur;
 	if (d->halted[0]) { /* one of its streams had stopped before */
 		snprintf(d->why, sizeof(d->why), "%s", d->halted);

@@ -92,6 +92,7 @@ struct rd {
 	 * its recordings by name (check_nrec 0: d->check's streams) */
 	unsigned check_nrec;
 	char check_recs[RD_MAX_STREAMS][RECFS_NAME_MAX + 1];
+	char check_off[2][40];          /* scan_set='s START and END as given ("": none) */
 	/* replies to the queries both dialects have (record?, status?, rtime?) */
 	enum rd_dialect { RD_DIALECT_JIVE5AB, RD_DIALECT_MARK6 } dialect;
 	uint64_t bytes0;                /* bytes recorded before the open scan */
