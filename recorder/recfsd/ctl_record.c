@@ -237,10 +237,11 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return VS_OK;
 }
 
-/* scan_set = SCAN# | NAME : which scan scan_check? and disk2file= read.
- * One of the last RR_SEGQ this daemon recorded, by its number or its
- * recordings' base name (an older number of its own: 8); else from the pack's directory, as jive5ab looks a
- * scan up (scan_set_vbs.cc): a scan's recordings by its base name (every
+/* scan_set = SCAN# | NAME [: START [: END]] : which scan scan_check? and
+ * disk2file= read.  One of the last RR_SEGQ this daemon recorded, by its
+ * number or its recordings' base name (an older number of its own: 8);
+ * else from the pack's directory, as jive5ab looks a scan up
+ * (scan_set_vbs.cc): a scan's recordings by its base name (every
  * stream's NAME_SUFFIX found), one recording by its exact name (jive5ab's
  * LABEL_dsname: disk2file= copies any recording of a scan so), else the
  * newest recording whose name contains NAME, case ignored (with its scan's
@@ -292,8 +293,13 @@ static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
 	unsigned n = rd_pack_scan(d, key, names);
 	snprintf(base, sizeof(base), "%s", key);
 	if (!n) {
-		pthread_mutex_lock(&d->pack_lock);
-		for (uint32_t i = 0; recfs_rec_next(d->p, &i, &rec) == 0; i++) {
+		/* the pack lock one entry at a time: writers' commits wait for it */
+		for (uint32_t i = 0;; i++) {
+			pthread_mutex_lock(&d->pack_lock);
+			int err = recfs_rec_next(d->p, &i, &rec);
+			pthread_mutex_unlock(&d->pack_lock);
+			if (err)
+				break;
 			exact |= !strcmp(rec.name, key);
 			if (strcasestr(rec.name, key) && (!sub || rec.start_ns >= sub_ns)) {
 				sub = true;
@@ -301,7 +307,6 @@ static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
 				snprintf(base, sizeof(base), "%s", rec.name);
 			}
 		}
-		pthread_mutex_unlock(&d->pack_lock);
 		if (exact) {
 			snprintf(base, sizeof(base), "%s", key);
 			snprintf(names[n++], RECFS_NAME_MAX + 1, "%s", key);
