@@ -87,7 +87,7 @@ int rd_input_stream_q(struct rd *d, unsigned np, char *const *p, struct rd_out *
 		if (want && strcmp(want, in->label))
 			continue;
 		char addr[128], port[16], ifn[64];
-		unsigned strip = d->st[in->first].r->strip;
+		unsigned strip = rr_strip(d->st[in->first].r);
 		rd_input_addr(in, addr, sizeof(addr), port, sizeof(port));
 		rd_input_iface(addr, ifn, sizeof(ifn));
 		rd_field(o, "%s", in->label);
