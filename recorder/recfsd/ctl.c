@@ -122,7 +122,11 @@ static const struct rd_keyword {
 	{ "net_protocol", rd_net_protocol, rd_net_protocol_q },
 	{ "net_port", rd_net_port, rd_net_port_q },
 	{ "mtu", rd_mtu, rd_mtu_q },
+	{ "input_stream", rd_input_stream, rd_input_stream_q }, /* Mark6 cplane's */
+	{ "group", rd_group, rd_group_q },
+	{ "scan_info", NULL, rd_scan_info_q },
 	{ "delete", rd_delete, NULL }, /* a recfs extension */
+	{ "dialect", NULL, rd_dialect_q }, /* a recfs extension */
 };
 
 int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,
@@ -180,6 +184,7 @@ int rd_ctl_start(struct rd *d, const struct sockaddr_storage *a, socklen_t len, 
 		fprintf(stderr, "recfsd: --listen: %s\n", err);
 		return -EINVAL;
 	}
+	vs_server_compact(rd_vs, d->dialect == RD_DIALECT_MARK6);
 	rr_sockaddr_str(a, vs_server_port(rd_vs), where, wlen);
 	return 0;
 }

@@ -28,6 +28,10 @@ uint64_t rd_now_ns(void);
 void rd_vsi_time(uint64_t ns, char *out, size_t len);
 int64_t rd_vex_time(const char *s);
 int rd_name_part(const char *s, size_t max);
+bool rd_check_rate(struct rd *d, const struct recfs_rec *rec, double *first, double *bps);
+int rd_scan_off(struct rd *d, const char *s, bool is_start, const struct recfs_rec *rec, uint64_t start,
+		uint64_t *out, struct rd_out *o);
+bool rd_check_span(struct rd *d, const struct recfs_rec *rec, double *first, double *secs, uint64_t *missing);
 
 /* A keyword's command or query: its return code, its reply fields in o. */
 typedef int rd_handler(struct rd *d, unsigned np, char *const *p, struct rd_out *o);
@@ -62,5 +66,11 @@ rd_handler rd_disk2file;
 rd_handler rd_disk2file_q;
 rd_handler rd_datastream_q;
 rd_handler rd_datastream;
+rd_handler rd_input_stream_q;
+rd_handler rd_input_stream;
+rd_handler rd_group_q;
+rd_handler rd_group;
+rd_handler rd_scan_info_q;
+rd_handler rd_dialect_q;
 
 #endif

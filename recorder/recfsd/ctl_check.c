@@ -97,6 +97,39 @@ static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len
 	free(buf);
 }
 
+/* A sealed VDIF recording's span from its data, as scan_check? reads it:
+ * the first frame's time tag, the length by the time tags, the bytes the
+ * time tags say are missing; false when it is not VDIF (or empty). */
+bool rd_check_span(struct rd *d, const struct recfs_rec *rec, double *first, double *secs, uint64_t *missing)
+{
+	struct rd_check c;
+	if (!rec->committed_len)
+		return false;
+	rd_check_rec(d, rec, rec->committed_len, &c);
+	if (!c.vdif)
+		return false;
+	*first = c.first;
+	*secs = c.secs;
+	*missing = c.missing;
+	return true;
+}
+
+/* A sealed VDIF recording's first frame's time tag and its data rate
+ * (bytes a second: frames a second per thread, threads, frame size), for
+ * scan_set='s time offsets; false when not known. */
+bool rd_check_rate(struct rd *d, const struct recfs_rec *rec, double *first, double *bps)
+{
+	struct rd_check c;
+	if (!rec->committed_len)
+		return false;
+	rd_check_rec(d, rec, rec->committed_len, &c);
+	if (!c.vdif || !c.fps)
+		return false;
+	*first = c.first;
+	*bps = (double)c.frame_size * (double)c.fps * c.threads;
+	return true;
+}
+
 /* A time tag as VSI-S writes it: 2026y326d17h05m03.1234s (UTC) */
 static void rd_vsi_time_s(double t, char *out, size_t len)
 {
@@ -108,11 +141,11 @@ static void rd_vsi_time_s(double t, char *out, size_t len)
  * (nvi-inc/fs clib/scan_check_util.c, its mk5b branch), in its order:
  * scan# : label : data type : tracks x threads : start : duration :
  * track rate (Mbit/s) : missing bytes : frame size. */
-static void rd_check_fields(struct rd_out *o, uint64_t no, const char *label, const struct rd_check *c,
+static void rd_check_fields(struct rd_out *o, const char *no, const char *label, const struct rd_check *c,
 			    const struct recfs_rec *rec, uint64_t len, double secs)
 {
 	char t[48];
-	rd_field(o, "%" PRIu64, no);
+	rd_field(o, "%s", no);
 	rd_field(o, "%s", label);
 	if (c->vdif) {
 		rd_vsi_time_s(c->first, t, sizeof(t));
@@ -141,14 +174,107 @@ static void rd_check_fields(struct rd_out *o, uint64_t no, const char *label, co
  * however many streams): the nine fields of the FS, then recfs's own,
  * recordings : bytes : lost frames by the VDIF headers.  With N (0 to
  * recordings - 1) the same of recording N alone, named in full. */
+/* A scan's recordings summed into scan_check?'s one line */
+struct rd_check_sum {
+	struct rd_check sum;
+	struct recfs_rec first;
+	uint64_t bytes, lost;
+	double t0, t1;
+	unsigned nrec;
+};
+
+static void rd_check_add(struct rd_check_sum *s, const struct rd_check *c, const struct recfs_rec *rec,
+			 uint64_t len, double rs)
+{
+	if (!s->nrec++) {
+		s->sum = *c;
+		s->first = *rec;
+		s->t0 = c->first;
+		s->t1 = c->first + rs;
+		s->sum.tracks = s->sum.threads = 0;
+		s->sum.missing = 0;
+	}
+	/* the scan: tracks x threads over its recordings, from the
+	 * earliest first frame to the latest end */
+	s->sum.threads += c->vdif ? c->tracks * c->threads : 0;
+	s->sum.missing += c->missing;
+	if (c->vdif && c->first < s->t0)
+		s->t0 = c->first;
+	if (c->first + rs > s->t1)
+		s->t1 = c->first + rs;
+	s->bytes += len;
+	s->lost += rec->loss.frames_lost;
+}
+
+static int rd_check_reply(struct rd_check_sum *s, const char *no, const char *name, struct rd_out *o)
+{
+	if (!s->nrec) {
+		rd_field(o, "%s", no);
+		rd_field(o, "%s", name);
+		rd_field(o, "-");
+		rd_field(o, "no data");
+		return VS_OK;
+	}
+	s->sum.first = s->t0;
+	s->sum.tracks = s->sum.threads; /* tracks x threads, summed */
+	s->sum.threads = 1;
+	rd_check_fields(o, no, name, &s->sum, &s->first, s->bytes, s->t1 - s->t0);
+	rd_field(o, "%u", s->nrec);
+	rd_field(o, "%" PRIu64, s->bytes);
+	rd_field(o, "%" PRIu64, s->lost);
+	return VS_OK;
+}
+
+/* scan_check? of a scan or recording scan_set= found on the pack's
+ * directory (d->check_recs): the same line, its number "?" as jive5ab
+ * answers for a scan it did not record in this session. */
+static int rd_scan_check_pack(struct rd *d, uint64_t which, struct rd_out *o)
+{
+	struct rd_check_sum s = { 0 };
+	for (unsigned i = 0; i < d->check_nrec; i++) {
+		if (which != UINT64_MAX && i != which)
+			continue;
+		struct recfs_rec rec;
+		pthread_mutex_lock(&d->pack_lock);
+		int err = recfs_rec_lookup(d->p, d->check_recs[i], &rec);
+		pthread_mutex_unlock(&d->pack_lock);
+		if (err) {
+			rd_field(o, "recording '%s': %s", d->check_recs[i], recfs_errmsg());
+			return VS_FAILED;
+		}
+		if (rec.state != RECFS_STATE_SEALED) {
+			rd_field(o, "recording '%s' is still being recorded", rec.name);
+			return VS_BUSY;
+		}
+		uint64_t len = rec.committed_len;
+		struct rd_check c;
+		if (len == 0)
+			continue;
+		rd_check_rec(d, &rec, len, &c);
+		double rs = c.vdif ? c.secs : (rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0);
+		if (which != UINT64_MAX) {
+			rd_check_fields(o, "?", rec.name, &c, &rec, len, rs);
+			rd_field(o, "1");
+			rd_field(o, "%" PRIu64, len);
+			rd_field(o, "%" PRIu64, rec.loss.frames_lost);
+			return VS_OK;
+		}
+		rd_check_add(&s, &c, &rec, len, rs);
+	}
+	return rd_check_reply(&s, "?", d->check.name, o);
+}
+
 int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	uint64_t which = UINT64_MAX;
-	if (np > 1 || (np == 1 && p[0][0] && recfs_parse_num("scan_check", p[0], 0, d->nst - 1, &which))) {
-		rd_field(o, "scan_check? [RECORDING], RECORDING 0 to %u", d->nst - 1);
+	unsigned nrec = d->check_nrec ? d->check_nrec : d->nst;
+	if (np > 1 || (np == 1 && p[0][0] && recfs_parse_num("scan_check", p[0], 0, nrec - 1, &which))) {
+		rd_field(o, "scan_check? [RECORDING], RECORDING 0 to %u", nrec - 1);
 		return VS_PARAM;
 	}
 	rd_refresh(d);
+	if (d->check_nrec)
+		return rd_scan_check_pack(d, which, o);
 	if (!d->check.no) {
 		rd_field(o, "no scan recorded yet");
 		return VS_FAILED;
@@ -162,11 +288,10 @@ int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "scan %" PRIu64 " is still being sealed", sc.no);
 		return VS_BUSY;
 	}
-	struct rd_check sum = { 0 }, c;
-	struct recfs_rec first = { 0 };
-	uint64_t bytes = 0, lost = 0;
-	double t0 = 0, t1 = 0, secs = 0;
-	unsigned nrec = 0;
+	struct rd_check_sum sum = { 0 };
+	struct rd_check c;
+	char no[24];
+	snprintf(no, sizeof(no), "%" PRIu64, sc.no);
 	for (unsigned i = 0; i < d->nst; i++) {
 		if (which != UINT64_MAX && i != which)
 			continue;
@@ -197,45 +322,13 @@ int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		c = cache[i].c;
 		double rs = c.vdif ? c.secs : (rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0);
 		if (which != UINT64_MAX) {
-			rd_check_fields(o, sc.no, name, &c, &rec, len, rs);
+			rd_check_fields(o, no, name, &c, &rec, len, rs);
 			rd_field(o, "1");
 			rd_field(o, "%" PRIu64, len);
 			rd_field(o, "%" PRIu64, rec.loss.frames_lost);
 			return VS_OK;
 		}
-		if (!nrec++) {
-			sum = c;
-			first = rec;
-			t0 = c.first;
-			t1 = c.first + rs;
-			sum.tracks = sum.threads = 0;
-			sum.missing = 0;
-		}
-		/* the scan: tracks x threads over its recordings, from the
-		 * earliest first frame to the latest end */
-		sum.threads += c.vdif ? c.tracks * c.threads : 0;
-		sum.missing += c.missing;
-		if (c.vdif && c.first < t0)
-			t0 = c.first;
-		if (c.first + rs > t1)
-			t1 = c.first + rs;
-		bytes += len;
-		lost += rec.loss.frames_lost;
+		rd_check_add(&sum, &c, &rec, len, rs);
 	}
-	if (!nrec) {
-		rd_field(o, "%" PRIu64, sc.no);
-		rd_field(o, "%s", sc.name);
-		rd_field(o, "-");
-		rd_field(o, "no data");
-		return VS_OK;
-	}
-	secs = t1 - t0;
-	sum.first = t0;
-	sum.tracks = sum.threads; /* tracks x threads, summed */
-	sum.threads = 1;
-	rd_check_fields(o, sc.no, sc.name, &sum, &first, bytes, secs);
-	rd_field(o, "%u", nrec);
-	rd_field(o, "%" PRIu64, bytes);
-	rd_field(o, "%" PRIu64, lost);
-	return VS_OK;
+	return rd_check_reply(&sum, no, sc.name, o);
 }

@@ -31,7 +31,8 @@ int rd_set_disks_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 }
 
 /* disk2file = [DEST] : [START] : [END | +BYTES] : [n | w | a] : jive5ab's
- * data pull (disk2file_vbs.cc) of scan_set's scan (its first recording),
+ * data pull (disk2file_vbs.cc) of scan_set's scan (its first recording;
+ * another one of a scan of several: scan_set= that recording's name),
  * bytes START to END into the local file DEST (default NAME.m5a, in
  * recfsd's directory): n a new file, w truncated, a appended.  A pack
  * member is refused as DEST, as every tool refuses it.  1 (initiated): a
@@ -75,6 +76,119 @@ static void *rd_d2f_main(void *arg)
 	return NULL;
 }
 
+/* A duration as jive5ab's relative times take it, [Nd][Nh][Nm][N[.F]s]
+ * (at least one, in that order, a fraction on the seconds only): its
+ * seconds, or -1. */
+static double rd_dur(const char *s)
+{
+	static const struct { char unit; double secs; } u[] = { { 'd', 86400 }, { 'h', 3600 }, { 'm', 60 }, { 's', 1 } };
+	double t = 0;
+	unsigned k = 0;
+	if (!*s)
+		return -1;
+	while (*s) {
+		double v = 0, f = 1;
+		unsigned nd = 0;
+		for (; *s >= '0' && *s <= '9'; s++, nd++)
+			v = v * 10 + (*s - '0');
+		if (*s == '.')
+			for (s++; *s >= '0' && *s <= '9'; s++, nd++)
+				v += (*s - '0') * (f /= 10);
+		if (!nd || nd > 12)
+			return -1;
+		while (k < 4 && u[k].unit != *s)
+			k++;
+		if (k == 4 || (f < 1 && u[k].unit != 's'))
+			return -1;
+		t += v * u[k++].secs;
+		s++;
+	}
+	return t;
+}
+
+/* scan_set='s START (is_start) or END, jive5ab's forms (scan_set_vbs.cc):
+ * for START s, c, e or s+ (0, the middle, 1 MB before the end, 64 KiB);
+ * +N or -N bytes (after START, or before the end; a plain number is
+ * refused, as jive5ab refuses it); +T or -T a duration at the data rate
+ * ([Nd][Nh][Nm][N[.F]s]); a VEX time YYYYyDDDdHHhMMmSSs, from the first
+ * frame.  rec NULL: the syntax alone.  0 with the byte offset in *out
+ * (start: START's, for END), or 8 with the reason. */
+int rd_scan_off(struct rd *d, const char *s, bool is_start, const struct recfs_rec *rec, uint64_t start,
+		uint64_t *out, struct rd_out *o)
+{
+	static const char *const kw[] = { "s", "c", "e", "s+" };
+	uint64_t len = rec ? rec->committed_len : 0;
+	int64_t v = 0;
+	for (unsigned k = 0; is_start && k < 4; k++)
+		if (!strcmp(s, kw[k])) {
+			v = k == 0 ? 0 : k == 1 ? (int64_t)(len / 2) : k == 2 ? (int64_t)len - 1000000 : 65536;
+			goto have;
+		}
+	bool rel = s[0] == '+' || s[0] == '-';
+	double secs = rel ? rd_dur(s + 1) : -1;
+	int64_t vex = rel ? -1 : rd_vex_time(s);
+	uint64_t n = 0;
+	if (secs < 0 && vex < 0) {
+		if (!rel || recfs_parse_num("scan_set offset", s + 1, 0, INT64_MAX, &n)) {
+			rd_field(o, "%s '%.32s' is not one of jive5ab's offsets (relative bytes +N or -N, a time +10s, "
+				 "-1m or a VEX time%s)", is_start ? "START" : "END", s, is_start ? ", s, c, e or s+" : "");
+			return VS_PARAM;
+		}
+	}
+	if (!rec)
+		return 0;
+	if (secs >= 0 || vex >= 0) {
+		double first, bps;
+		if (!rd_check_rate(d, rec, &first, &bps)) {
+			rd_field(o, "'%s': no data rate for a time offset (not VDIF, or under a second of it)", rec->name);
+			return VS_PARAM;
+		}
+		if (vex >= 0) {
+			if ((double)vex < first) {
+				rd_field(o, "%.32s is before the recording's first frame", s);
+				return VS_PARAM;
+			}
+			v = (int64_t)(((double)vex - first) * bps + 0.5);
+			goto have;
+		}
+		n = (uint64_t)(secs * bps + 0.5);
+	}
+	v = s[0] == '-' ? (int64_t)len - (int64_t)n : (int64_t)(is_start ? 0 : start) + (int64_t)n;
+have:
+	if (!rec)
+		return 0;
+	if (v < 0 || (uint64_t)v > len || (!is_start && (uint64_t)v < start)) {
+		rd_field(o, "scan pointer offset(s) are out of bound ('%.32s' in '%s', %" PRIu64 " bytes)", s, rec->name, len);
+		return VS_PARAM;
+	}
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/* The recording disk2file= copies of a scan_set= from the pack's
+ * directory: its first sealed one that holds data (the one recording
+ * scan_set=NAME_SUFFIX named).  0, or an rc. */
+static int rd_d2f_pack_rec(struct rd *d, struct recfs_rec *rec, struct rd_out *o)
+{
+	for (unsigned i = 0; i < d->check_nrec; i++) {
+		pthread_mutex_lock(&d->pack_lock);
+		int err = recfs_rec_lookup(d->p, d->check_recs[i], rec);
+		pthread_mutex_unlock(&d->pack_lock);
+		if (err) {
+			rd_field(o, "recording '%s': %s", d->check_recs[i], recfs_errmsg());
+			return VS_FAILED;
+		}
+		if (rec->state != RECFS_STATE_SEALED) {
+			rd_field(o, "recording '%s' is still being recorded", rec->name);
+			return VS_BUSY;
+		}
+		if (rec->committed_len)
+			return 0;
+	}
+	rd_field(o, "'%s' has no recording to copy", d->check.name);
+	return VS_CONFLICT;
+}
+
 int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	struct rd_d2f *x = &d->d2f;
@@ -91,6 +205,14 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_PARAM;
 	}
 	rd_refresh(d);
+	struct recfs_rec rec = { 0 };
+	bool have = false;
+	if (d->check_nrec) { /* scan_set= found it on the pack's directory */
+		int rc = rd_d2f_pack_rec(d, &rec, o);
+		if (rc)
+			return rc;
+		goto copy;
+	}
 	if (!d->check.no) {
 		rd_field(o, "no scan was set using scan_set=");
 		return VS_CONFLICT;
@@ -104,8 +226,6 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_BUSY;
 	}
 	/* the scan's first recording that holds data */
-	struct recfs_rec rec = { 0 };
-	bool have = false;
 	for (unsigned i = 0; i < d->nst && !have; i++) {
 		struct rr_seg_result res;
 		rr_seg_result(d->st[i].r, d->check.seg, &res);
@@ -118,7 +238,13 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "scan %" PRIu64 " has no recording to copy", d->check.no);
 		return VS_CONFLICT;
 	}
+copy:;
 	uint64_t start = 0, end = rec.committed_len;
+	/* scan_set='s offsets, against this recording: the defaults */
+	if (d->check_off[0][0] && rd_scan_off(d, d->check_off[0], true, &rec, 0, &start, o))
+		return VS_PARAM;
+	if (d->check_off[1][0] && rd_scan_off(d, d->check_off[1], false, &rec, start, &end, o))
+		return VS_PARAM;
 	if (np > 1 && p[1][0] && (p[1][0] == '+' || p[1][0] == '-')) {
 		rd_field(o, "relative byteoffsets not allowed here");
 		return VS_PARAM;

@@ -163,6 +163,34 @@ int rd_tstat_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return VS_OK;
 }
 
+/* rtime? [RATE] as Mark6 cplane answers it (Response.py, GetRtime): its
+ * own return code (0), then group : data rate (Mbit/s) : seconds left :
+ * GB left : GB of the group.  RATE as drudg writes it (mk6=rtime?  8192;,
+ * the data rate in Mbit/s), else the rate mode= gives; recfsd's one group
+ * is its pack, 1 (group?). */
+static int rd_rtime_mark6(struct rd *d, unsigned np, char *const *p, double free_b, double cap,
+			  struct rd_out *o)
+{
+	uint64_t mbps = 0;
+	if (np > 1 || (np == 1 && p[0][0] && recfs_parse_num("rtime rate", p[0], 1, 1000000, &mbps))) {
+		rd_field(o, "rtime? [RATE], the data rate in Mbit/s (1 to 1000000)");
+		return VS_PARAM;
+	}
+	if (!mbps && d->mode[0])
+		mbps = (uint64_t)d->mode_mbps;
+	if (!mbps) {
+		rd_field(o, "rtime? RATE: no rate given and no mode= set");
+		return VS_PARAM;
+	}
+	rd_field(o, "0");
+	rd_field(o, "1");
+	rd_field(o, "%" PRIu64, mbps);
+	rd_field(o, "%.1f", free_b * 8 / ((double)mbps * 1e6));
+	rd_field(o, "%.3f", free_b / 1e9);
+	rd_field(o, "%.3f", cap / 1e9);
+	return VS_OK;
+}
+
 /* rtime? : jive5ab's on a FlexBuff (rtime_vbs.cc): seconds of recording
  * left at the mode's rate : GB free : % free : format : tracks : 0MHz :
  * total rate, from mode= (before one: "<unknown> (no mode set yet)"). */
@@ -177,6 +205,8 @@ int rd_rtime_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_FAILED;
 	}
 	double free_b = (double)info.free, cap = (double)info.capacity;
+	if (d->dialect == RD_DIALECT_MARK6)
+		return rd_rtime_mark6(d, np, p, free_b, cap, o);
 	/* the rate on the wire: payload rate times frame over payload */
 	double bps = d->mode[0] ? (double)d->mode_mbps * 1e6 * (d->mode_payload + 32) / d->mode_payload : 0;
 	if (bps > 0)

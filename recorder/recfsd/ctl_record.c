@@ -17,6 +17,29 @@
 
 #include "ctl.h"
 
+/* record? as Mark6 cplane answers it (its Response.py, GetRecord): its
+ * own return code (0), then status : scan number : scan name.  Status
+ * pending (a START not reached: nothing recorded yet), recording,
+ * flushing (stopped, still being sealed) or off, as the FS's
+ * mk6_record_util.c lists them; halted is recfsd's (a scan that stopped
+ * by itself, until record=off).  The number and name: the last scan's,
+ * always there (M6_CC reads the status as the third field). */
+static int rd_record_q_mark6(struct rd *d, uint64_t bytes, struct rd_out *o)
+{
+	const char *st = "off";
+	if (d->recording)
+		st = d->start_at_ns && !bytes ? "pending" : "recording";
+	else if (d->halted[0])
+		st = "halted";
+	else if (d->cur.no && !rd_scan_done(d, &d->cur))
+		st = "flushing";
+	rd_field(o, "0");
+	rd_field(o, "%s", st);
+	rd_field(o, "%" PRIu64, d->cur.no); /* 0 and "" before the first */
+	rd_field(o, "%s", d->cur.name);
+	return VS_OK;
+}
+
 /* record? [nthread | mk6] : jive5ab's (net2vbs.cc): off, or on : scans
  * recorded : the recording : bytes so far; halted is recfsd's (a scan
  * that stopped by itself, until record=off). */
@@ -43,6 +66,8 @@ int rd_record_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		bytes += s.bytes;
 	}
 	bytes -= bytes < d->bytes0 ? bytes : d->bytes0;
+	if (d->dialect == RD_DIALECT_MARK6)
+		return rd_record_q_mark6(d, bytes, o);
 	if (d->recording) {
 		rd_field(o, "on");
 		rd_field(o, "%" PRIu64, d->cur.no);
@@ -126,6 +151,10 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		int rc = rd_scan_stop(d);
 		if (rc)
 			rd_field(o, "%s", d->why);
+		else if (d->dialect == RD_DIALECT_MARK6) {
+			rd_field(o, "0"); /* cplane's SetRecord: 0, its own code 0 */
+			return VS_OK;
+		}
 		return rc ? rc : VS_INITIATED;
 	}
 	if (!strcasecmp(p[0], "nthread"))
@@ -202,24 +231,118 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	snprintf(d->station, sizeof(d->station), "%s", st);
 	if (dur)
 		d->stop_at_ns = (uint64_t)(start + (int64_t)dur) * 1000000000ull;
+	d->start_at_ns = (uint64_t)start * 1000000000ull;
+	if (d->dialect == RD_DIALECT_MARK6)
+		rd_field(o, "0"); /* cplane's own return code */
 	/* jive5ab names the recording when it gave it a suffix */
 	if (renamed)
 		rd_field(o, "%s", name);
 	return VS_OK;
 }
 
-/* scan_set = SCAN# | NAME : which scan scan_check? reports (one of the
- * last RR_SEGQ this daemon recorded). */
+/* scan_set = SCAN# | NAME [: START [: END]] : which scan scan_check? and
+ * disk2file= read.  One of the last RR_SEGQ this daemon recorded, by its
+ * number or its recordings' base name (an older number of its own: 8);
+ * else from the pack's directory, as jive5ab looks a scan up
+ * (scan_set_vbs.cc): a scan's recordings by its base name (every
+ * stream's NAME_SUFFIX found), one recording by its exact name (jive5ab's
+ * LABEL_dsname: disk2file= copies any recording of a scan so), else the
+ * newest recording whose name contains NAME, case ignored (with its scan's
+ * other streams when its name ends in one of their suffixes). */
 int rd_scan_set_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (!d->check.no) {
+	if (d->check_nrec)
+		rd_field(o, "?"); /* jive5ab's scan number of a scan it did not record */
+	else if (!d->check.no) {
 		rd_field(o, "no scan");
 		return VS_FAILED;
-	}
-	rd_field(o, "%" PRIu64, d->check.no);
+	} else
+		rd_field(o, "%" PRIu64, d->check.no);
 	rd_field(o, "%s", d->check.name);
+	if (d->check_off[0][0] || d->check_off[1][0]) { /* as given */
+		rd_field(o, "%s", d->check_off[0]);
+		rd_field(o, "%s", d->check_off[1]);
+	}
 	return 0;
 }
+
+/* Every stream's recording of scan `base` found on the pack, into
+ * names[]: how many. */
+static unsigned rd_pack_scan(struct rd *d, const char *base, char names[][RECFS_NAME_MAX + 1])
+{
+	unsigned n = 0;
+	for (unsigned k = 0; k < d->nst; k++) {
+		char rn[RECFS_NAME_MAX + 16];
+		struct recfs_rec rec;
+		rd_rec_name(d, base, k, rn, sizeof(rn));
+		pthread_mutex_lock(&d->pack_lock);
+		bool found = rn[0] && recfs_rec_lookup(d->p, rn, &rec) == 0;
+		pthread_mutex_unlock(&d->pack_lock);
+		for (unsigned j = 0; found && j < n; j++)
+			found = strcmp(names[j], rn) != 0; /* two streams, one name */
+		if (found && strlen(rn) <= RECFS_NAME_MAX)
+			memcpy(names[n++], rn, strlen(rn) + 1);
+	}
+	return n;
+}
+
+static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
+{
+	static char names[RD_MAX_STREAMS][RECFS_NAME_MAX + 1]; /* under d->lock */
+	char base[RECFS_NAME_MAX + 1];
+	struct recfs_rec rec;
+	bool exact = false, sub = false;
+	uint64_t sub_ns = 0;
+	unsigned n = rd_pack_scan(d, key, names);
+	snprintf(base, sizeof(base), "%s", key);
+	if (!n) {
+		/* the pack lock one entry at a time: writers' commits wait for it */
+		for (uint32_t i = 0;; i++) {
+			pthread_mutex_lock(&d->pack_lock);
+			int err = recfs_rec_next(d->p, &i, &rec);
+			pthread_mutex_unlock(&d->pack_lock);
+			if (err)
+				break;
+			exact |= !strcmp(rec.name, key);
+			if (strcasestr(rec.name, key) && (!sub || rec.start_ns >= sub_ns)) {
+				sub = true;
+				sub_ns = rec.start_ns;
+				snprintf(base, sizeof(base), "%s", rec.name);
+			}
+		}
+		if (exact) {
+			snprintf(base, sizeof(base), "%s", key);
+			snprintf(names[n++], RECFS_NAME_MAX + 1, "%s", key);
+		} else if (sub) {
+			/* the newest match; its scan when it ends in a stream's suffix */
+			char b[RECFS_NAME_MAX + 1];
+			size_t bl = strlen(base);
+			for (unsigned k = 0; k < d->nst && !n; k++) {
+				size_t sl = strlen(d->st[k].suffix);
+				if (!sl || sl >= bl || strcmp(base + bl - sl, d->st[k].suffix))
+					continue;
+				snprintf(b, sizeof(b), "%.*s", (int)(bl - sl), base);
+				n = rd_pack_scan(d, b, names);
+				if (n)
+					snprintf(base, sizeof(base), "%s", b);
+			}
+			if (!n)
+				snprintf(names[n++], RECFS_NAME_MAX + 1, "%s", base);
+		}
+	}
+	if (!n) {
+		rd_field(o, "no scan or recording '%.64s' on the pack", key);
+		return VS_PARAM;
+	}
+	memset(&d->check, 0, sizeof(d->check));
+	snprintf(d->check.name, sizeof(d->check.name), "%s", base);
+	snprintf(d->check.label, sizeof(d->check.label), "%s", key);
+	memcpy(d->check_recs, names, sizeof(names[0]) * n);
+	d->check_nrec = n;
+	return 0;
+}
+
+static int rd_scan_set_name(struct rd *d, const char *key, struct rd_out *o);
 
 int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
@@ -228,23 +351,55 @@ int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		return VS_PARAM;
 	}
 	/* the FS sends scan_set = LABEL :  :  ; with empty offsets: the
-	 * whole scan, as jive5ab takes them */
-	bool offsets = false;
+	 * whole scan, as jive5ab takes them; given ones are checked now and
+	 * taken against the recording disk2file= copies (8 there when out of
+	 * it) */
+	if (np > 3) {
+		rd_field(o, "scan_set = SCAN# or NAME [: START [: END]]");
+		return VS_PARAM;
+	}
+	for (unsigned k = 1; k < np; k++) {
+		uint64_t v;
+		if (strlen(p[k]) >= sizeof(d->check_off[0])) {
+			rd_field(o, "scan_set: an offset is at most %zu bytes", sizeof(d->check_off[0]) - 1);
+			return VS_PARAM;
+		}
+		if (p[k][0] && rd_scan_off(d, p[k], k == 1, NULL, 0, &v, o))
+			return VS_PARAM;
+	}
+	int rc = rd_scan_set_name(d, p[0], o);
+	if (rc)
+		return rc;
+	memset(d->check_off, 0, sizeof(d->check_off));
 	for (unsigned k = 1; k < np; k++)
-		offsets |= p[k][0] != 0;
-	if (offsets) {
-		rd_field(o, "scan_set: start and stop offsets are not implemented here");
-		return VS_NOT_IMPL;
+		snprintf(d->check_off[k - 1], sizeof(d->check_off[0]), "%s", p[k]);
+	return 0;
+}
+
+/* scan_set='s scan by its number or name; 0, or an rc */
+static int rd_scan_set_name(struct rd *d, const char *key, struct rd_out *o)
+{
+	if (strlen(key) > RECFS_NAME_MAX) {
+		rd_field(o, "scan_set: a name is at most %u bytes", RECFS_NAME_MAX);
+		return VS_PARAM;
 	}
 	for (unsigned k = 0; k < RR_SEGQ; k++) {
 		const struct rd_scan *sc = &d->hist[k];
 		char no[24];
 		snprintf(no, sizeof(no), "%" PRIu64, sc->no);
-		if (sc->no && (!strcmp(no, p[0]) || !strcmp(sc->name, p[0]))) {
+		if (sc->no && (!strcmp(no, key) || !strcmp(sc->name, key))) {
 			d->check = *sc;
+			d->check_nrec = 0;
 			return 0;
 		}
 	}
-	rd_field(o, "no scan '%.64s' among the last %u recorded", p[0], RR_SEGQ);
-	return VS_PARAM;
+	/* a number of this daemon's beyond the last RR_SEGQ: its name is not
+	 * kept (a search for the digits would find another scan) */
+	uint64_t no;
+	if (key[strspn(key, "0123456789")] == 0 && !recfs_parse_num("scan_set", key, 1, d->scans, &no)) {
+		rd_field(o, "scan %" PRIu64 " is older than the last %u; scan_set= its name", no, RR_SEGQ);
+		return VS_PARAM;
+	}
+	/* older, or recorded before this daemon started: the pack's directory */
+	return rd_scan_find(d, key, o);
 }

@@ -63,6 +63,13 @@ int rd_status(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		st |= RD_ST_ERROR;
 	if (d->err_no)
 		st |= RD_ST_ERROR;
+	if (d->dialect == RD_DIALECT_MARK6) {
+		/* Mark6 cplane (Response.py, Status): its own return code and
+		 * the status word alone; the error is error?'s to tell */
+		rd_field(o, "0");
+		rd_field(o, "0x%08x", st);
+		return VS_OK;
+	}
 	rd_field(o, "0x%08x", st);
 	/* a condition that refuses every scan first (it names the member),
 	 * else the error error? has not read */

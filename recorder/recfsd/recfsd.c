@@ -214,6 +214,7 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 		rr_kick_receiver(d->st[i].r);
 	d->scans++;
 	d->stop_at_ns = 0;
+	d->start_at_ns = 0;
 	d->bytes0 = 0;
 	for (unsigned i = 0; i < d->nst; i++) {
 		struct rr_stats s;
@@ -229,6 +230,8 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	d->recording = true;
 	d->halted[0] = 0;
 	d->check = d->cur;
+	d->check_nrec = 0;
+	memset(d->check_off, 0, sizeof(d->check_off));
 	d->hist[d->cur.no % RR_SEGQ] = d->cur;
 	return 0;
 }
@@ -255,6 +258,8 @@ int rd_scan_stop(struct rd *d)
 	d->stop_at_ns = 0;
 	d->cur.t_off_ns = rd_wall_ns();
 	d->check = d->cur;
+	d->check_nrec = 0;
+	memset(d->check_off, 0, sizeof(d->check_off));
 	d->hist[d->cur.no % RR_SEGQ] = d->cur;
 	if (d->halted[0]) { /* one of its streams had stopped before */
 		snprintf(d->why, sizeof(d->why), "%s", d->halted);
@@ -329,6 +334,8 @@ static void usage(FILE *f)
 		"      --rcvbuf SIZE       socket receive buffer (default 64M)\n"
 		"      --cpu LIST          pin the receivers: one CPU per input, comma-separated\n"
 		"  -l, --listen ADDR:PORT  VSI-S control (default 127.0.0.1:2620)\n"
+		"      --dialect D         jive5ab (default) or mark6: how record?, status?\n"
+		"                          and rtime? answer (jive5ab's or Mark6 cplane's)\n"
 		"  -m, --metrics ADDR:PORT Prometheus /metrics (default: off)\n"
 		"  -Q, --queue-depth N     requests in flight per member (default 4)\n"
 		"  -b, --buffer SIZE       ring buffer per input (default 1/8 of available RAM\n"
@@ -502,6 +509,7 @@ static int rd_parse_args(int argc, char **argv, struct rd *d, struct rd_args *a)
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "ready-fd", required_argument, NULL, 3 },
 		{ "split", required_argument, NULL, 5 },
+		{ "dialect", required_argument, NULL, 6 },
 		RR_ENGINE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -530,6 +538,16 @@ static int rd_parse_args(int argc, char **argv, struct rd *d, struct rd_args *a)
 		case 5:
 			if (rd_parse_split(d, optarg))
 				return -1;
+			break;
+		case 6:
+			if (!strcmp(optarg, "jive5ab"))
+				d->dialect = RD_DIALECT_JIVE5AB;
+			else if (!strcmp(optarg, "mark6"))
+				d->dialect = RD_DIALECT_MARK6;
+			else {
+				fprintf(stderr, PROG ": --dialect '%s': want jive5ab or mark6\n", optarg);
+				return -1;
+			}
 			break;
 		case 'h': usage(stdout); return 1;
 		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 1;

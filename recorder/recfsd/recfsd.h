@@ -86,6 +86,14 @@ struct rd {
 		_Atomic uint64_t cur;
 	} d2f;  /* record=nthread (jive5ab's; kept, not used) */
 	uint64_t stop_at_ns;            /* wall clock: the open scan stops itself (0: never) */
+	uint64_t start_at_ns;           /* wall clock: a Mark6 line's START (0: at once) */
+	/* scan_set= of a scan or recording found on the pack, not among hist[]:
+	 * its recordings by name (check_nrec 0: d->check's streams) */
+	unsigned check_nrec;
+	char check_recs[RD_MAX_STREAMS][RECFS_NAME_MAX + 1];
+	char check_off[2][40];          /* scan_set='s START and END as given ("": none) */
+	/* replies to the queries both dialects have (record?, status?, rtime?) */
+	enum rd_dialect { RD_DIALECT_JIVE5AB, RD_DIALECT_MARK6 } dialect;
 	uint64_t bytes0;                /* bytes recorded before the open scan */
 	/* the error status? flags until error? reads it (jive5ab's error queue of one) */
 	int err_no;                     /* 0: none */

@@ -84,6 +84,27 @@ size_t vs_reply(char *out, size_t len, const char *keyword, bool query, int rc, 
 	return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }
 
+/* vsis.h; ':' never appears inside a field (rd_field and the parser's
+ * reasons see to it), so " : " is always a separator */
+size_t vs_reply_compact(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields)
+{
+	int n = snprintf(out, len, "!%s%c%d", keyword, query ? '?' : '=', rc);
+	size_t m = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+	if (fields && fields[0] && m + 1 < len)
+		out[m++] = ':';
+	for (const char *f = fields ? fields : ""; *f && m + 2 < len; f++) {
+		if (!strncmp(f, " : ", 3)) {
+			out[m++] = ':';
+			f += 2;
+		} else
+			out[m++] = *f;
+	}
+	if (m + 1 < len)
+		out[m++] = ';';
+	out[m] = 0;
+	return m;
+}
+
 /* --------------------------------------------------------------- server */
 struct vs_client {
 	int fd;
@@ -109,6 +130,7 @@ struct vs_server {
 	struct vs_client cl[VS_CLIENTS_MAX];
 	char fields[VS_FIELDS_MAX];             /* one statement's reply fields */
 	char reply[VS_REPLY_MAX];               /* one statement's reply */
+	bool compact;                           /* vs_server_compact */
 };
 
 static uint64_t vs_ms(void)
@@ -198,11 +220,13 @@ static bool vs_line(struct vs_server *s, struct vs_client *c, char *line)
 		struct vs_req req;
 		int rc = vs_parse(st, &req, why, sizeof(why));
 		if (rc) {
-			m = vs_reply(s->reply, VS_REPLY_MAX, req.keyword[0] ? req.keyword : "error", req.query, rc, why);
+			m = (s->compact ? vs_reply_compact : vs_reply)(s->reply, VS_REPLY_MAX,
+				req.keyword[0] ? req.keyword : "error", req.query, rc, why);
 		} else {
 			s->fields[0] = 0;
 			rc = s->fn(s->ctx, &req, s->fields, VS_FIELDS_MAX);
-			m = vs_reply(s->reply, VS_REPLY_MAX, req.keyword, req.query, rc, s->fields);
+			m = (s->compact ? vs_reply_compact : vs_reply)(s->reply, VS_REPLY_MAX, req.keyword, req.query,
+								       rc, s->fields);
 		}
 		if ((!first && !vs_queue(c, " ", 1)) || !vs_queue(c, s->reply, m)) {
 			ok = false; /* the client is dropped, but what ran is ended */
@@ -418,6 +442,11 @@ out_free:
 		close(s->wake);
 	free(s);
 	return NULL;
+}
+
+void vs_server_compact(struct vs_server *s, bool on)
+{
+	s->compact = on;
 }
 
 unsigned vs_server_port(const struct vs_server *s)

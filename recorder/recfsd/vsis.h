@@ -51,6 +51,9 @@ int vs_parse(char *stmt, struct vs_req *req, char *why, size_t whylen);
 /* Format the reply to a statement with rc and fields ("f1 : f2", may be
  * empty) into out (len bytes, NUL-terminated, cut to fit); its length. */
 size_t vs_reply(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields);
+/* The same as Mark6 cplane writes it (its Response.py): no spaces around
+ * the separators, !record?0:0:off:0:; (a field's own spaces stay). */
+size_t vs_reply_compact(char *out, size_t len, const char *keyword, bool query, int rc, const char *fields);
 
 /* The handler: rc for one statement, its reply fields in fields. */
 typedef int (*vs_handler_fn)(void *ctx, const struct vs_req *req, char *fields, size_t len);
@@ -61,6 +64,9 @@ struct vs_server;
 /* Listening when it returns; NULL with a one-line message in err. */
 struct vs_server *vs_server_start(const struct sockaddr_storage *addr, socklen_t len, vs_handler_fn fn,
 				  vs_line_end_fn end, void *ctx, char *err, size_t errlen);
+/* Replies without spaces around the separators, as Mark6 cplane writes
+ * them (set before the first client is served) */
+void vs_server_compact(struct vs_server *s, bool on);
 unsigned vs_server_port(const struct vs_server *s);
 void vs_server_stop(struct vs_server *s);
 

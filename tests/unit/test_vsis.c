@@ -81,6 +81,16 @@ static void reply_format(void **state)
 	/* cut, still a string, and the length is what is in it */
 	assert_int_equal(vs_reply(small, sizeof(small), "status", true, 0, "0x00000001 : idle"), 15);
 	assert_int_equal(strlen(small), 15);
+	/* cplane's layout (--dialect mark6): an empty last field kept, a
+	 * field's own spaces kept */
+	assert_int_equal(vs_reply_compact(out, sizeof(out), "record", true, 0, "0 : off : 0 : "), 19);
+	assert_string_equal(out, "!record?0:0:off:0:;");
+	vs_reply_compact(out, sizeof(out), "group", false, 6, "stop recfsd to close it");
+	assert_string_equal(out, "!group=6:stop recfsd to close it;");
+	vs_reply_compact(out, sizeof(out), "record", false, 0, "");
+	assert_string_equal(out, "!record=0;");
+	assert_int_equal(vs_reply_compact(small, sizeof(small), "status", true, 0, "0 : 0x00000001"), 15);
+	assert_int_equal(strlen(small), 15);
 }
 
 int main(void)
