@@ -84,6 +84,19 @@ int64_t rd_vex_time(const char *s)
 	return (int64_t)timegm(&tm); /* day-of-year as the day of January */
 }
 
+int rd_check_sealed(struct rd *d, struct rd_out *o)
+{
+	if (d->recording && d->check.no == d->cur.no) {
+		rd_field(o, "scan %" PRIu64 " is still recording", d->check.no);
+		return VS_BUSY;
+	}
+	if (!rd_scan_done(d, &d->check)) {
+		rd_field(o, "scan %" PRIu64 " is still being sealed", d->check.no);
+		return VS_BUSY;
+	}
+	return 0;
+}
+
 /* A scan or experiment name part: what recfs_name_check takes, no '_'
  * games: the name is built as jive5ab builds it, EXP_STATION_SCAN. */
 int rd_name_part(const char *s, size_t max)

@@ -28,6 +28,9 @@ uint64_t rd_now_ns(void);
 void rd_vsi_time(uint64_t ns, char *out, size_t len);
 int64_t rd_vex_time(const char *s);
 int rd_name_part(const char *s, size_t max);
+/* scan_set's scan (d->check) sealed in every stream: 0, or VS_BUSY with
+ * why (still recording, still being sealed) in o */
+int rd_check_sealed(struct rd *d, struct rd_out *o);
 bool rd_check_rate(struct rd *d, const struct recfs_rec *rec, double *first, double *bps);
 int rd_scan_off(struct rd *d, const char *s, bool is_start, const struct recfs_rec *rec, uint64_t start,
 		uint64_t *out, struct rd_out *o);

@@ -279,15 +279,10 @@ int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "no scan recorded yet");
 		return VS_FAILED;
 	}
-	if (d->recording && d->check.no == d->cur.no) {
-		rd_field(o, "scan %" PRIu64 " is still recording", d->check.no);
-		return VS_BUSY;
-	}
+	int busy = rd_check_sealed(d, o);
+	if (busy)
+		return busy;
 	struct rd_scan sc = d->check;
-	if (!rd_scan_done(d, &sc)) {
-		rd_field(o, "scan %" PRIu64 " is still being sealed", sc.no);
-		return VS_BUSY;
-	}
 	struct rd_check_sum sum = { 0 };
 	struct rd_check c;
 	char no[24];

@@ -217,14 +217,9 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "no scan was set using scan_set=");
 		return VS_CONFLICT;
 	}
-	if (d->recording && d->check.no == d->cur.no) {
-		rd_field(o, "scan %" PRIu64 " is still recording", d->check.no);
-		return VS_BUSY;
-	}
-	if (!rd_scan_done(d, &d->check)) {
-		rd_field(o, "scan %" PRIu64 " is still being sealed", d->check.no);
-		return VS_BUSY;
-	}
+	int busy = rd_check_sealed(d, o);
+	if (busy)
+		return busy;
 	/* the scan's first recording that holds data */
 	for (unsigned i = 0; i < d->nst && !have; i++) {
 		struct rr_seg_result res;
