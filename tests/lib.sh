@@ -11,8 +11,19 @@ T_FAILS=0
 
 _cleanups=()
 cleanup_add() { _cleanups=("$*" "${_cleanups[@]}"); }
+# show_log_on_failure FILE: when the test has failed, FILE's last lines
+# (a daemon's stderr: a sanitizer report) go to the test's log before the
+# temporary folder is removed.
+_logs=()
+show_log_on_failure() { _logs+=("$1"); }
 _run_cleanups() {
 	local c
+	if [ "$T_FAILS" -gt 0 ]; then
+		for c in "${_logs[@]}"; do
+			[ -s "$c" ] || continue
+			echo "--- last lines of $(basename "$c"):"; tail -n 60 "$c"
+		done
+	fi
 	for c in "${_cleanups[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
 }
 trap _run_cleanups EXIT
@@ -72,6 +83,14 @@ make_members() {
 # forging collisions here), and at 20 times the speed: the suites hash
 # several GB of sparse members.
 snapshot() { cksum "$@" 2>/dev/null; }
+
+# flip_byte FILE OFFSET: inverts the byte at OFFSET (writing a fixed value
+# would leave a byte that already held it untouched: 1 run in 256)
+flip_byte() {
+	python3 -c 'import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))' "$1" "$2"
+}
 
 # expect_unchanged DESC SNAP FILES...
 expect_unchanged() {

@@ -192,12 +192,12 @@ static void rd_vs_line_end(void *ctx)
 int rd_ctl_start(struct rd *d, const struct sockaddr_storage *a, socklen_t len, char *where, size_t wlen)
 {
 	char err[256];
-	rd_vs = vs_server_start(a, len, rd_vs_handler, rd_vs_line_end, d, err, sizeof(err));
+	rd_vs = vs_server_start(a, len, rd_vs_handler, rd_vs_line_end, d, d->dialect == RD_DIALECT_MARK6, err,
+				sizeof(err));
 	if (!rd_vs) {
 		fprintf(stderr, "recfsd: --listen: %s\n", err);
 		return -EINVAL;
 	}
-	vs_server_compact(rd_vs, d->dialect == RD_DIALECT_MARK6);
 	rr_sockaddr_str(a, vs_server_port(rd_vs), where, wlen);
 	return 0;
 }

@@ -130,7 +130,7 @@ struct vs_server {
 	struct vs_client cl[VS_CLIENTS_MAX];
 	char fields[VS_FIELDS_MAX];             /* one statement's reply fields */
 	char reply[VS_REPLY_MAX];               /* one statement's reply */
-	bool compact;                           /* vs_server_compact */
+	bool compact;                           /* cplane's layout, fixed at start */
 };
 
 static uint64_t vs_ms(void)
@@ -400,7 +400,7 @@ static void *vs_main(void *arg)
 }
 
 struct vs_server *vs_server_start(const struct sockaddr_storage *addr, socklen_t len, vs_handler_fn fn,
-				  vs_line_end_fn end, void *ctx, char *err, size_t errlen)
+				  vs_line_end_fn end, void *ctx, bool compact, char *err, size_t errlen)
 {
 	struct vs_server *s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -412,6 +412,7 @@ struct vs_server *vs_server_start(const struct sockaddr_storage *addr, socklen_t
 	s->fn = fn;
 	s->end = end;
 	s->ctx = ctx;
+	s->compact = compact;
 	s->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->lfd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
@@ -442,11 +443,6 @@ out_free:
 		close(s->wake);
 	free(s);
 	return NULL;
-}
-
-void vs_server_compact(struct vs_server *s, bool on)
-{
-	s->compact = on;
 }
 
 unsigned vs_server_port(const struct vs_server *s)

@@ -61,12 +61,11 @@ typedef int (*vs_handler_fn)(void *ctx, const struct vs_req *req, char *fields, 
 typedef void (*vs_line_end_fn)(void *ctx);
 
 struct vs_server;
-/* Listening when it returns; NULL with a one-line message in err. */
+/* Listening when it returns; NULL with a one-line message in err.  With
+ * compact, replies have no spaces around the separators, as Mark6 cplane
+ * writes them (fixed before the control thread starts). */
 struct vs_server *vs_server_start(const struct sockaddr_storage *addr, socklen_t len, vs_handler_fn fn,
-				  vs_line_end_fn end, void *ctx, char *err, size_t errlen);
-/* Replies without spaces around the separators, as Mark6 cplane writes
- * them (set before the first client is served) */
-void vs_server_compact(struct vs_server *s, bool on);
+				  vs_line_end_fn end, void *ctx, bool compact, char *err, size_t errlen);
 unsigned vs_server_port(const struct vs_server *s);
 void vs_server_stop(struct vs_server *s);
 

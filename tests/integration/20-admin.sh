@@ -111,7 +111,7 @@ print(struct.unpack_from('<Q', sb, 144)[0])
 PY
 )
 # scan1 starts at logical 0; its chunk 1 (bytes 65536-131071) is on member 1, row 0
-printf '\xff' | dd of="${m[1]}" bs=1 seek=$((data_off + 100)) conv=notrunc status=none
+flip_byte "${m[1]}" $((data_off + 100))
 expect_err "cat of a corrupted chunk fails naming the range" 1 "'scan1': bytes 65536-131071 \(chunk 1\): checksum mismatch" recfs cat "$PACK" scan1
 recfs cat --no-verify "$PACK" scan1 >out4
 check "cat --no-verify returns the bytes as stored" test "$(cmp out4 src1 | grep -c 'byte 65637')" = 1
@@ -119,7 +119,7 @@ cp "$T_DIR/m1.orig" "${m[1]}"
 # a bad chunk deep in the recording (chunk 21: member 1, row 5), read by
 # cat's parallel readers in the middle of a piece: every byte before it is
 # written, in order, and nothing after it
-printf '\xff' | dd of="${m[1]}" bs=1 seek=$((data_off + 5 * 65536 + 7)) conv=notrunc status=none
+flip_byte "${m[1]}" $((data_off + 5 * 65536 + 7))
 run bash -c 'recfs cat "$1" scan1 >"$2"' _ "$PACK" "$T_DIR/out5"
 check "cat stops at a bad chunk 21 ($RC: $OUT)" eval 'test "$RC" = 1 && grep -q "bytes 1376256-1441791 (chunk 21): checksum mismatch" <<<"$OUT"'
 check "... having written the 21 chunks before it, byte for byte" cmp out5 <(head -c $((21 * 65536)) src1)

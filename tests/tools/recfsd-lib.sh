@@ -7,6 +7,7 @@
 start_recfsd() {
 	local out=$T_DIR/recfsd.$RANDOM.out
 	RD_LOG=$T_DIR/recfsd.$RANDOM.log
+	show_log_on_failure "$RD_LOG"
 	recfsd -l 127.0.0.1:0 "$@" >"$out" 2>"$RD_LOG" &
 	RD_PID=$!
 	cleanup_add "kill -9 $RD_PID"
