@@ -340,14 +340,35 @@ static inline void rr_ring_write(struct rr *r, uint64_t s, const void *buf, size
 }
 
 
-/* --split vdif-thread: one receiver for several lanes */
+/* --split vdif-thread and recfsd's datastreams: one receiver for several
+ * lanes (engines), a datagram's lane chosen by its VDIF station and thread */
 #define RR_MAX_LANES 16
+#define RR_DS_STATIONS 8
+/* Which lane takes a frame: a row per station listed, the last row for any
+ * other station; -1 none (counted as tot_other, dropped). */
+struct rr_dsmap {
+	unsigned nst;
+	uint16_t station[RR_DS_STATIONS];
+	int8_t lane[RR_DS_STATIONS + 1][RR_VDIF_MAX_THREADS];
+};
+/* The (station, thread) keys the receiver has seen and when: written by the
+ * receiver only, read by the control plane (relaxed atomics). */
+struct rr_seen {
+	_Atomic uint32_t station[RR_DS_STATIONS];  /* 0 free, else 0x10000 | id; in order */
+	_Atomic uint32_t last_s[RR_DS_STATIONS][RR_VDIF_MAX_THREADS]; /* rr_mono_ns() seconds + 1; 0 never */
+};
 struct rr_split {
 	int fd;                          /* the input's socket */
 	uint32_t strip;
 	unsigned n;
 	struct rr *lane[RR_MAX_LANES];   /* lane 0 holds the input's totals */
-	uint32_t thread[RR_MAX_LANES];   /* each lane's VDIF thread */
+	/* the map of scan (segment) k is maps[k % RR_SEGQ], written before
+	 * lane 0's segment k is posted; the receiver takes its copy when lane
+	 * 0 opens k and keeps it until the next (between scans too); before
+	 * the first scan, first */
+	struct rr_dsmap *maps;           /* RR_SEGQ of them */
+	struct rr_dsmap first;
+	struct rr_seen *seen;
 };
 
 /* split.c */
