@@ -202,6 +202,8 @@ static unsigned rd_plan_input(struct rd *d, unsigned i, struct rr_dsmap *m, char
 		}
 	}
 out:
+	if (!nl && !d->plan_none[0]) /* only {thread} or {station} NAMEs, nothing seen */
+		snprintf(d->plan_none, sizeof(d->plan_none), "%s", in->label);
 	for (unsigned l = 0; l < in->n; l++) {
 		struct rd_stream *s = &d->st[in->first + l];
 		s->used = l < nl;
@@ -216,6 +218,7 @@ int rd_ds_plan(struct rd *d, bool maps, uint64_t seg, char *why, size_t len)
 		unsigned lost = 0, lanes = d->nsplit ? d->nsplit : 1;
 		d->plan_rc = 0;
 		d->plan_why[0] = 0;
+		d->plan_none[0] = 0;
 		for (unsigned i = 0; i < d->nin; i++) {
 			char name[80] = "";
 			unsigned n = rd_plan_input(d, i, &d->plan[i], name, sizeof(name));

@@ -226,6 +226,13 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 		snprintf(msg, sizeof(msg), "%.340s, their frames are dropped", dswhy);
 		rd_error(d, VS_FAILED, msg);
 	}
+	if (d->plan_none[0]) { /* the FS's ds{thread} before the backend sends */
+		char msg[sizeof(d->err_msg)];
+		snprintf(msg, sizeof(msg),
+			 "datastreams take no frame input %s received in the last 10 s, scan '%.64s' records nothing on it",
+			 d->plan_none, name);
+		rd_error(d, VS_FAILED, msg);
+	}
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
 		/* a lane no datastream takes gets no datagram: no recording */

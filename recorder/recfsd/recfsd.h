@@ -86,6 +86,7 @@ struct rd {
 	uint64_t plan_ns;
 	int plan_rc;
 	char plan_why[384];
+	char plan_none[16];             /* an input whose datastreams take nothing seen ("": none) */
 	uint64_t t_start;
 
 	/* control state, under lock */

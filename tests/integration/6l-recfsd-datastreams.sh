@@ -164,6 +164,14 @@ for t in 0 1 2 3; do expect_rec F_ds$t 600 100 Xx:$t; done
 expect_reply "F: error? names the recording without a lane" "error?" \
 	"!error \\? 0 : 4 : datastreams, 1 recording past the 4 lanes reserved \\(--lanes\\), from 'ds4', their frames are dropped : .* ;"
 
+# G: only a {thread} NAME, and none of its threads arrives: the scan
+# records nothing, and error? says so (the FS's ds{thread} set up before
+# the backend sends)
+expect_reply "G: {thread} of a thread never sent" "datastream=clear;datastream=add:{thread}:9" '!datastream = 0 ; !datastream = 0 ;'
+scan G 700 50 Xx:0 Xx:1
+expect_reply "G: error? says the scan records nothing" "error?" \
+	"!error \\? 0 : 4 : datastreams take no frame input 0 received in the last 10 s, scan 'G' records nothing on it : .* ;"
+
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
 recfs ls --json "$PACK" >"$T_DIR/ls.json"
