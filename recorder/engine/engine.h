@@ -116,15 +116,37 @@ void rr_wait(struct rr *r, bool receiver_ran);
 void rr_free(struct rr *r);
 
 /* The receiver threads' entries: one input's engine (rcv_main), or one
- * socket's --split vdif-thread lanes (rcv_split_main on a struct rr_split). */
+ * socket's lanes (rcv_split_main on a struct rr_split): --split
+ * vdif-thread and recfsd's datastreams, a datagram's lane chosen by its
+ * VDIF station and thread. */
 void *rcv_main(void *r);
 #define RR_MAX_LANES 16
+#define RR_DS_STATIONS 8
+/* Which lane takes a frame: a row per station listed, the last row for any
+ * other station; -1 none (counted as other, dropped). */
+struct rr_dsmap {
+	unsigned nst;
+	uint16_t station[RR_DS_STATIONS];
+	int8_t lane[RR_DS_STATIONS + 1][RR_VDIF_MAX_THREADS];
+};
+/* The (station, thread) keys the receiver has seen and when: written by the
+ * receiver only, read by the control plane (relaxed atomics). */
+struct rr_seen {
+	_Atomic uint32_t station[RR_DS_STATIONS];  /* 0 free, else 0x10000 | id; in order */
+	_Atomic uint32_t last_s[RR_DS_STATIONS][RR_VDIF_MAX_THREADS]; /* rr_mono_ns() seconds + 1; 0 never */
+};
 struct rr_split {
 	int fd;                          /* the input's socket (rr_input_take) */
 	uint32_t strip;
 	unsigned n;
 	struct rr *lane[RR_MAX_LANES];   /* lane 0 holds the input's totals */
-	uint32_t thread[RR_MAX_LANES];   /* each lane's VDIF thread */
+	/* the map of scan (segment) k is maps[k % RR_SEGQ], written before
+	 * lane 0's segment k is posted; the receiver takes its copy when lane
+	 * 0 opens k and keeps it until the next (between scans too); before
+	 * the first scan, first */
+	struct rr_dsmap *maps;           /* RR_SEGQ of them */
+	struct rr_dsmap first;
+	struct rr_seen *seen;
 };
 void *rcv_split_main(void *sp);
 

@@ -19,11 +19,47 @@
 
 #include "rcv.h"
 
-/* --split vdif-thread: one socket, one lane (ring, writer, committer,
- * recording) per VDIF thread.  A datagram's thread is known only once it is
- * in memory, so the batch lands in a scratch buffer and each datagram is
- * copied into its lane's ring: one copy, where rcv_udp has none.  Kernel
- * drops belong to no thread: they count on the input (lane 0's totals). */
+/* The receiver's own record of the keys it published (struct rr_seen):
+ * only a new station or a new second costs a store. */
+struct rcv_seen {
+	unsigned n;
+	uint16_t station[RR_DS_STATIONS];
+	uint32_t last[RR_DS_STATIONS][RR_VDIF_MAX_THREADS];
+};
+
+static void rcv_seen_key(struct rr_seen *pub, struct rcv_seen *me, uint16_t st, unsigned th, uint32_t now)
+{
+	unsigned s;
+	for (s = 0; s < me->n && me->station[s] != st; s++)
+		;
+	if (s == me->n) {
+		if (s == RR_DS_STATIONS)
+			return; /* past the stations kept: a datastream names it, or none */
+		me->station[me->n++] = st;
+		atomic_store_explicit(&pub->station[s], 0x10000u | st, memory_order_release);
+	}
+	if (me->last[s][th] != now) {
+		me->last[s][th] = now;
+		atomic_store_explicit(&pub->last_s[s][th], now, memory_order_relaxed);
+	}
+}
+
+/* A frame's lane in map m, -1 none. */
+static inline int rcv_lane(const struct rr_dsmap *m, uint16_t st, unsigned th)
+{
+	unsigned r;
+	for (r = 0; r < m->nst && m->station[r] != st; r++)
+		;
+	return m->lane[r][th];
+}
+
+/* --split vdif-thread and recfsd's datastreams: one socket, several lanes
+ * (ring, writer, committer, recording), a datagram's lane chosen by its
+ * VDIF station and thread through the scan's map (engine.h, struct
+ * rr_split).  A datagram's thread is known only once it is in memory, so
+ * the batch lands in a scratch buffer and each datagram is copied into its
+ * lane's ring: one copy, where rcv_udp has none.  Kernel drops belong to no
+ * thread: they count on the input (lane 0's totals). */
 static void rcv_split(struct rr_split *sp)
 {
 	struct rr *const r0 = sp->lane[0];
@@ -36,12 +72,16 @@ static void rcv_split(struct rr_split *sp)
 	uint64_t filled[RR_MAX_LANES] = { 0 }, old[RR_MAX_LANES];
 	struct rr_vdif_track vt[RR_MAX_LANES] = { { 0 } };
 	struct rr_seg *seg[RR_MAX_LANES] = { 0 };
-	int16_t map[RR_VDIF_MAX_THREADS];
+	struct rr_dsmap *map = malloc(sizeof(*map));
+	struct rcv_seen *seen = calloc(1, sizeof(*seen));
+	uint64_t map_seg = UINT64_MAX; /* the scan whose map is map */
 	uint32_t ovfl_last = 0;
 
-	memset(map, 0xff, sizeof(map));
+	if (!map || !seen)
+		scratch = (free(scratch), NULL);
+	else
+		*map = sp->first;
 	for (unsigned l = 0; l < nl; l++) {
-		map[sp->thread[l]] = (int16_t)l;
 		sp->lane[l]->size_given = sp->lane[l]->packet_size != 0;
 		if (rr_vdif_track_init(&vt[l], 0, &sp->lane[l]->loss))
 			scratch = (free(scratch), NULL);
@@ -66,6 +106,12 @@ static void rcv_split(struct rr_split *sp)
 			old[l] = filled[l];
 			any |= seg[l] != NULL;
 		}
+		/* a scan opened: its map, posted with it, from now on */
+		uint64_t n0 = atomic_load_explicit(&r0->seg_rcv, memory_order_relaxed);
+		if (seg[0] && n0 != map_seg) {
+			*map = sp->maps[n0 % RR_SEGQ];
+			map_seg = n0;
+		}
 		if (!any && !rcv_idle_wait(sp->fd, r0->rcv_efd))
 			continue; /* between scans, woken by record=on */
 		for (unsigned i = 0; i < RR_BATCH; i++) {
@@ -89,18 +135,24 @@ static void rcv_split(struct rr_split *sp)
 			continue; /* the receive timeout: look at the flags */
 		}
 		atomic_fetch_add_explicit(&r0->tot_packets, (uint64_t)got, memory_order_relaxed);
+		const uint32_t now = (uint32_t)(rr_mono_ns() / 1000000000ull) + 1;
 		for (int i = 0; i < got; i++) {
 			const uint8_t *dg = scratch + (size_t)i * slot;
 			uint32_t len = msgs[i].msg_len;
 			struct rr_vdif_hdr h;
-			if (len <= sp->strip || (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ||
-			    len - sp->strip < 32 || !rr_vdif_decode(dg, &h) || map[h.thread] < 0) {
-				/* not a frame of any lane's thread: the input's */
+			int lane = -1;
+			if (len > sp->strip && !(msgs[i].msg_hdr.msg_flags & MSG_TRUNC) && len - sp->strip >= 32 &&
+			    rr_vdif_decode(dg, &h)) {
+				rcv_seen_key(sp->seen, seen, (uint16_t)h.station, h.thread, now);
+				lane = rcv_lane(map, (uint16_t)h.station, h.thread);
+			}
+			if (lane < 0 || (unsigned)lane >= nl) {
+				/* not a frame any lane takes: the input's */
 				atomic_fetch_add_explicit(&r0->tot_other, 1, memory_order_relaxed);
 				continue;
 			}
 			const uint32_t P = len - sp->strip;
-			unsigned l = (unsigned)map[h.thread];
+			unsigned l = (unsigned)lane;
 			struct rr *r = sp->lane[l];
 			if (!seg[l]) { /* each lane learns its frame size (rcv_run) */
 				atomic_fetch_add_explicit(&r->tot_idle_packets, 1, memory_order_relaxed);
@@ -159,6 +211,8 @@ out_free:
 		}
 		rr_vdif_track_free(&vt[l]);
 	}
+	free(map);
+	free(seen);
 	free(scratch);
 }
 

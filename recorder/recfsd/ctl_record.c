@@ -208,7 +208,7 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 			return VS_CONFLICT;
 		}
 		if (d->nsplit) {
-			rd_field(o, "a start time is not implemented with --split");
+			rd_field(o, "a start time is not implemented with --split or --lanes");
 			return VS_NOT_IMPL;
 		}
 	}
@@ -318,8 +318,8 @@ static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
 			char b[RECFS_NAME_MAX + 1];
 			size_t bl = strlen(base);
 			for (unsigned k = 0; k < d->nst && !n; k++) {
-				size_t sl = strlen(d->st[k].suffix);
-				if (!sl || sl >= bl || strcmp(base + bl - sl, d->st[k].suffix))
+				size_t sl = strlen(d->st[k].sfx);
+				if (!sl || sl >= bl || strcmp(base + bl - sl, d->st[k].sfx))
 					continue;
 				snprintf(b, sizeof(b), "%.*s", (int)(bl - sl), base);
 				n = rd_pack_scan(d, b, names);

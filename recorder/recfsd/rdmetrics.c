@@ -80,7 +80,7 @@ static void rd_render(void *ctx, struct mx_buf *b)
 			  rd_input_stats(d, i).kernel_dropped);
 	if (d->nsplit) {
 		mx_family(b, "recfsd_input_other_thread_datagrams_total", "counter",
-			  "Datagrams of a VDIF thread no --split lane takes, or no VDIF frame");
+			  "Datagrams no datastream takes (of a VDIF station and thread no lane has), or no VDIF frame");
 		for (unsigned i = 0; i < d->nin; i++)
 			mx_sample(b, "recfsd_input_other_thread_datagrams_total", MX_LABELS("input", d->in[i].label),
 				  rd_input_stats(d, i).other);

@@ -48,10 +48,11 @@ static uint64_t rd_wall_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The recording name of scan `base` on stream k. */
+/* The recording name of scan `base` on stream k (its suffix as the
+ * datastreams set it for the next scan). */
 void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, size_t len)
 {
-	int n = snprintf(out, len, "%s%s", base, d->st[k].suffix);
+	int n = snprintf(out, len, "%s%s", base, d->st[k].sfx);
 	if (n < 0 || (size_t)n >= len)
 		out[0] = 0; /* too long: refused as no valid name */
 }
@@ -129,8 +130,12 @@ const char *rd_refuse(struct rd *d, int *rc)
 /* Does a recording of scan `name` exist on any stream, or is one queued? */
 bool rd_name_taken(struct rd *d, const char *name)
 {
+	if (!d->recording)
+		rd_ds_plan(d, false, 0, NULL, 0);
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
+		if (!d->st[i].used)
+			continue;
 		struct recfs_rec old;
 		rd_rec_name(d, name, i, rn, sizeof(rn));
 		pthread_mutex_lock(&d->pack_lock);
@@ -176,11 +181,16 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	}
 	if (rd_refuse(d, &rc))
 		return rc;
+	/* the datastreams onto the lanes: which recordings this scan makes */
+	char dswhy[sizeof(d->plan_why)];
+	int dsbad = rd_ds_plan(d, false, 0, dswhy, sizeof(dswhy));
 	/* every input's recording name must be valid and not queued */
+	unsigned used = 0;
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
 		rd_rec_name(d, name, i, rn, sizeof(rn));
-		if (strlen(rn) > RECFS_NAME_MAX || recfs_name_check(rn)) {
+		used += d->st[i].used;
+		if (d->st[i].used && (strlen(rn) > RECFS_NAME_MAX || recfs_name_check(rn))) {
 			snprintf(d->why, sizeof(d->why), "scan name '%.64s' is not a valid recording name", rn);
 			return VS_PARAM;
 		}
@@ -199,12 +209,32 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	d->close_pending = false;
 	uint64_t seg = 0;
 	/* the slot is free: its last scan's streams have all been sealed */
+	uint64_t next = rr_seg_posted(d->st[0].r);
 	pthread_mutex_lock(&d->pack_lock);
-	d->share_left[rr_seg_posted(d->st[0].r) % RR_SEGQ] = d->nst;
+	d->share_left[next % RR_SEGQ] = used;
 	pthread_mutex_unlock(&d->pack_lock);
+	/* each input's map for this scan, before its lane 0 is posted */
+	if (d->nsplit)
+		rd_ds_plan(d, true, next, NULL, 0);
+	if (dsbad) { /* recorded all the same: status? and error? say what is dropped */
+		char msg[sizeof(d->err_msg)];
+		snprintf(msg, sizeof(msg), "%.340s, their frames are dropped", dswhy);
+		rd_error(d, VS_FAILED, msg);
+	}
+	if (d->plan_none[0]) { /* the FS's ds{thread} before the backend sends */
+		char msg[sizeof(d->err_msg)];
+		snprintf(msg, sizeof(msg),
+			 "datastreams take no frame input %s received in the last 10 s, scan '%.64s' records nothing on it",
+			 d->plan_none, name);
+		rd_error(d, VS_FAILED, msg);
+	}
 	for (unsigned i = 0; i < d->nst; i++) {
 		char rn[RECFS_NAME_MAX + 16];
-		rd_rec_name(d, name, i, rn, sizeof(rn));
+		/* a lane no datastream takes gets no datagram: no recording */
+		if (d->st[i].used)
+			rd_rec_name(d, name, i, rn, sizeof(rn));
+		else
+			rn[0] = 0;
 		rr_seg_post(d->st[i].r, rn, size_limit, start_unix, d->t_stmt_ns, &seg);
 		rr_kick_writer(d->st[i].r);
 	}
@@ -328,7 +358,9 @@ static void usage(FILE *f)
 		"                          default to 0, 1, ...; a scan records SCAN_LABEL each)\n"
 		"  -F, --format FMT        raw (default) or vdif: check VDIF frames, keep a loss map\n"
 		"      --split vdif-thread:THREADS  one recording per VDIF thread (SCAN_tN),\n"
-		"                          THREADS a list such as 0-3 or 0,2\n"
+		"                          THREADS a list such as 0-3 or 0,2: the default datastreams\n"
+		"      --lanes N           reserve N lanes (ring, writer) per input for datastreams\n"
+		"                          set at run time (default: --split's count)\n"
 		"  -P, --packet-size N     UDP payload bytes after --strip (default: learned, 8 in a row)\n"
 		"  -S, --strip N           drop an N-byte prefix from every datagram\n"
 		"      --rcvbuf SIZE       socket receive buffer (default 64M)\n"
@@ -460,17 +492,17 @@ static int rd_parse_split(struct rd *d, const char *arg)
 			break;
 		}
 		for (uint64_t th = lo; th <= hi && !err; th++) {
-			for (unsigned k = 0; k < d->nsplit; k++)
+			for (unsigned k = 0; k < d->ndflt; k++)
 				if (d->split_thread[k] == th) {
 					fprintf(stderr, PROG ": --split: thread %llu given twice\n", (unsigned long long)th);
 					err = -EINVAL;
 				}
-			if (!err && d->nsplit == RR_MAX_LANES) {
+			if (!err && d->ndflt == RR_MAX_LANES) {
 				fprintf(stderr, PROG ": --split: at most %u threads\n", RR_MAX_LANES);
 				err = -EINVAL;
 			}
 			if (!err)
-				d->split_thread[d->nsplit++] = (uint32_t)th;
+				d->split_thread[d->ndflt++] = (uint32_t)th;
 		}
 	}
 	free(copy);
@@ -510,12 +542,14 @@ static int rd_parse_args(int argc, char **argv, struct rd *d, struct rd_args *a)
 		{ "ready-fd", required_argument, NULL, 3 },
 		{ "split", required_argument, NULL, 5 },
 		{ "dialect", required_argument, NULL, 6 },
+		{ "lanes", required_argument, NULL, 7 },
 		RR_ENGINE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
 	uint64_t v;
+	unsigned lanes = 0;
 	int c;
 
 	a->listen_spec = "127.0.0.1:2620";
@@ -549,6 +583,11 @@ static int rd_parse_args(int argc, char **argv, struct rd *d, struct rd_args *a)
 				return -1;
 			}
 			break;
+		case 7:
+			if (rd_num("--lanes", optarg, &v, false, 1, RR_MAX_LANES))
+				return -1;
+			lanes = (unsigned)v;
+			break;
 		case 'h': usage(stdout); return 1;
 		case 'V': printf(PROG " " RECFS_VERSION_STRING "\n"); return 1;
 		default:
@@ -569,10 +608,20 @@ static int rd_parse_args(int argc, char **argv, struct rd *d, struct rd_args *a)
 		return -1;
 	if (a->cpus && rd_parse_cpus(d, a->cpus))
 		return -1;
-	if (d->nsplit && !d->fmt_vdif) {
+	if (d->ndflt && !d->fmt_vdif) {
 		fprintf(stderr, PROG ": --split vdif-thread needs --format vdif\n");
 		return -1;
 	}
+	if (lanes && !d->fmt_vdif) {
+		fprintf(stderr, PROG ": --lanes needs --format vdif (datastreams choose VDIF threads)\n");
+		return -1;
+	}
+	if (lanes && lanes < d->ndflt) {
+		fprintf(stderr, PROG ": --lanes %u: fewer than --split's %u threads\n", lanes, d->ndflt);
+		return -1;
+	}
+	/* the lanes each input reserves: the datastreams share them */
+	d->nsplit = lanes ? lanes : d->ndflt;
 	if (rr_parse_udp(a->listen_spec, false, &a->ctl_addr, &a->ctl_len)) {
 		fprintf(stderr, PROG ": --listen '%s': not [ADDR:]PORT\n", a->listen_spec);
 		return -1;
@@ -659,14 +708,17 @@ static int rd_streams_setup(struct rd *d, const struct rd_args *a)
 		for (unsigned l = 0; l < lanes; l++) {
 			struct rd_stream *st = &d->st[d->nst];
 			st->input = i;
-			st->thread = d->nsplit ? (int)d->split_thread[l] : -1;
 			/* built apart: the label lives in the same object as the
-			 * suffix, and snprintf's arguments may not overlap it */
-			char lab[sizeof(in->label) + 1] = "", thr[14] = "";
+			 * suffix, and snprintf's arguments may not overlap it.  A
+			 * lane's name in the metrics: --split's by its thread,
+			 * the others by their number */
+			char lab[sizeof(in->label) + 1] = "", thr[16] = "";
 			if (d->nin > 1)
 				snprintf(lab, sizeof(lab), "_%s", in->label);
-			if (d->nsplit)
-				snprintf(thr, sizeof(thr), "_t%d", st->thread);
+			if (l < d->ndflt)
+				snprintf(thr, sizeof(thr), "_t%u", d->split_thread[l]);
+			else if (d->nsplit > 1)
+				snprintf(thr, sizeof(thr), "_lane%u", l);
 			snprintf(st->suffix, sizeof(st->suffix), "%s%s", lab, thr);
 			d->nst++;
 			/* every stream's engine shares the pack, its lock, one
@@ -692,14 +744,23 @@ static int rd_streams_setup(struct rd *d, const struct rd_args *a)
 				return -1;
 			}
 			in->split.lane[l] = st->r;
-			in->split.thread[l] = (uint32_t)(st->thread < 0 ? 0 : st->thread);
 		}
 		if (d->nsplit) {
 			in->split.n = lanes;
 			in->split.fd = rr_input_take(in->split.lane[0]);
 			in->split.strip = a->eo.strip;
+			in->split.maps = calloc(RR_SEGQ, sizeof(*in->split.maps));
+			in->split.seen = calloc(1, sizeof(*in->split.seen));
+			if (!in->split.maps || !in->split.seen) {
+				fprintf(stderr, PROG ": out of memory\n");
+				return -1;
+			}
 		}
 	}
+	/* --split's threads are the datastreams until the station sets its
+	 * own; the receivers start with their map */
+	rd_ds_defaults(d);
+	rd_ds_plan(d, d->nsplit != 0, UINT64_MAX, NULL, 0);
 	return 0;
 }
 
@@ -793,9 +854,12 @@ static int rd_streams_stop(struct rd *d)
 /* What rd_streams_setup made. */
 static void rd_streams_free(struct rd *d)
 {
-	for (unsigned i = 0; i < d->nin; i++)
+	for (unsigned i = 0; i < d->nin; i++) {
 		if (d->nsplit && d->in[i].split.fd > 0)
 			close(d->in[i].split.fd);
+		free(d->in[i].split.maps);
+		free(d->in[i].split.seen);
+	}
 	for (unsigned k = 0; k < d->nst; k++) {
 		rr_free(d->st[k].r);
 	}

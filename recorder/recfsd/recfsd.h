@@ -13,15 +13,37 @@
 #define RD_MAX_INPUTS 8
 #define RD_MAX_STREAMS 32
 
-/* A stream: one engine (ring, writer, committer) and one recording a scan.
- * An input feeds one stream, or with --split vdif-thread one per thread. */
+/* A stream (a lane): one engine (ring, writer, committer) and one
+ * recording a scan.  An input feeds one stream, or with --split or --lanes
+ * its lanes, reserved at start; the datastreams choose before each scan
+ * which VDIF threads each lane takes and its recording's suffix. */
 struct rd_stream {
 	struct rr *r;
 	unsigned input;
-	int thread;             /* its VDIF thread (--split), -1 for all */
-	char suffix[32];        /* the scan name's suffix: "", _LABEL, _tN */
+	char suffix[32];        /* its name in metrics: "", _LABEL, _tN, _laneK */
+	char sfx[80];           /* the next scan's recording suffix: "", _LABEL, _tN, _dsNAME */
+	bool used;              /* the next scan records on it */
 	bool started;           /* rr_start'ed: rr_wait joins it */
 };
+
+/* A datastream (jive5ab's datastream = add : NAME : MATCH ...): frames of
+ * the VDIF stations and threads MATCH names go to recording SCAN_dsNAME,
+ * {thread} and {station} in NAME expanded per frame. */
+#define RD_MAX_DS 32
+#define RD_DS_MATCH 8
+#define RD_DS_NAME 32
+struct rd_ds {
+	char name[RD_DS_NAME + 1];
+	bool dflt;              /* --split's: recorded as SCAN_tN */
+	unsigned nm;
+	struct rd_match {
+		char text[48];          /* as given, for datastream? NAME */
+		uint8_t kind;           /* RD_STN_ANY, RD_STN_ID, RD_STN_CHAR */
+		uint16_t station;       /* ID, or the first character << 8 */
+		uint64_t threads[RR_VDIF_MAX_THREADS / 64];
+	} m[RD_DS_MATCH];
+};
+enum { RD_STN_ANY, RD_STN_ID, RD_STN_CHAR };
 
 struct rd_input {
 	char label[16];
@@ -51,8 +73,19 @@ struct rd {
 	struct rd_input in[RD_MAX_INPUTS];
 	struct rd_stream st[RD_MAX_STREAMS];
 	bool fmt_vdif;
-	unsigned nsplit;                /* --split vdif-thread: threads */
+	unsigned nsplit;                /* lanes per input (--split, --lanes), 0: one stream, no datastreams */
+	unsigned ndflt;                 /* --split vdif-thread: its threads, the default datastreams */
 	uint32_t split_thread[RR_MAX_LANES];
+	/* datastreams, under lock, in jive5ab's order (by name) */
+	unsigned nds;
+	struct rd_ds ds[RD_MAX_DS];
+	/* the next scan's plan (rd_ds_plan): each input's map, made once per
+	 * statement (plan_ns: its t_stmt_ns; 0 after a change) */
+	struct rr_dsmap plan[RD_MAX_INPUTS];
+	uint64_t plan_ns;
+	int plan_rc;
+	char plan_why[384];
+	char plan_none[16];             /* an input whose datastreams take nothing seen ("": none) */
 	uint64_t t_start;
 
 	/* control state, under lock */
@@ -112,6 +145,12 @@ bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns);
 const char *rd_scan_blind(struct rd *d, const struct rd_scan *sc);
 bool rd_name_taken(struct rd *d, const char *name);
 void rd_error(struct rd *d, int no, const char *msg);
+/* ctl_stream.c: the datastreams onto the lanes for the next scan (sets each
+ * stream's sfx and used; with maps, each input's map for segment seg).  0,
+ * or -1 with why (lanes too few) set: the frames left without a lane are
+ * dropped. */
+int rd_ds_plan(struct rd *d, bool maps, uint64_t seg, char *why, size_t len);
+void rd_ds_defaults(struct rd *d);
 void rd_tick(struct rd *d);
 
 /* ctl.c (the keyword table; ctl_*.c the keywords): one VSI-S statement; its return code, its reply fields in out */

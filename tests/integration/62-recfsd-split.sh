@@ -16,7 +16,7 @@ check "recfsd --split vdif-thread:0-3 ready" start_recfsd -F vdif --split vdif-t
 expect_reply "datastream? the lanes, in jive5ab's layout" "datastream?" '!datastream \? 0 : 4 : t0 : t1 : t2 : t3 ;'
 expect_reply "datastream? NAME: its match" "datastream? t2" '!datastream \? 0 : t2 : \.2 ;'
 expect_reply "datastream? an unknown NAME" "datastream? x" "!datastream \\? 8 : The stream 'x' is not defined ;"
-expect_reply "datastream= changes are not implemented: the lanes are set at start" "datastream = clear" '!datastream = 2 : .*--split.*'
+expect_reply "datastream= an unknown subcommand: jive5ab's 2" "datastream = frob" '!datastream = 2 : frob does not apply to datastream ;'
 expect_reply "record=on" "record=on:v" '!record = 0 ;'
 
 # 2 seconds of 1000 frames per thread, 1032-byte frames, threads 0-3
