@@ -25,7 +25,7 @@ $(BUILD)/bench/recfs-udpsink: $(BUILD)/obj/bench/udpsink.o $(RECORDER_COMMON) $(
 MX_OBJS := $(BUILD)/obj/recorder/recfsd/prom.o
 $(MX_OBJS): EXTRA_CFLAGS += $(MHD_CFLAGS)
 VSIS_OBJS := $(BUILD)/obj/recorder/recfsd/vsis.o
-RECFSD_OBJS := $(patsubst %,$(BUILD)/obj/recorder/recfsd/%.o,recfsd ctl ctl_record ctl_check ctl_state ctl_rates ctl_d2f ctl_stream ctl_mark6 rdmetrics)
+RECFSD_OBJS := $(patsubst %,$(BUILD)/obj/recorder/recfsd/%.o,main scan ds ctl ctl_record ctl_check ctl_state ctl_rates ctl_d2f ctl_stream ctl_mark6 rdmetrics)
 SYSTEMD_UNITS += recorder/recfsd/recfsd@.service.in
 PROGS += $(BUILD)/bin/recfsd
 $(BUILD)/bin/recfsd: $(RECFSD_OBJS) $(VSIS_OBJS) $(MX_OBJS) $(SDNOTIFY_OBJS) $(ENGINE_OBJS) $(RECORDER_COMMON) $(LIBRECFS)

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * recfsd: the daemon's state, shared by its control plane (ctl.c), its
- * metrics (recfsd.c) and its main.  Private prefix: rd_.
+ * recfsd: the daemon's state, shared by its scan model (scan.c, ds.c), its
+ * control plane (ctl*.c), its metrics (rdmetrics.c) and its wiring
+ * (main.c).  Calls go down that list's reverse: main.c starts the control
+ * plane and the metrics, which call the model, which calls the engine;
+ * never back up (tests/integration/00-layout.sh checks the objects).
+ * Private prefix: rd_.
  */
 #ifndef RECFS_RECORDER_RECFSD_H
 #define RECFS_RECORDER_RECFSD_H
@@ -134,6 +138,7 @@ struct rd {
 	uint64_t err_ns;
 };
 
+/* scan.c: the scan model */
 void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, size_t len);
 bool rd_scan_done(const struct rd *d, const struct rd_scan *sc);
 void rd_refresh(struct rd *d);
@@ -141,17 +146,16 @@ const char *rd_refuse(struct rd *d, int *rc);
 int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit, int64_t start_unix);
 int rd_scan_stop(struct rd *d);
 void rd_line_end(struct rd *d);
-bool rd_scan_wait(struct rd *d, const struct rd_scan *sc, uint64_t timeout_ns);
 const char *rd_scan_blind(struct rd *d, const struct rd_scan *sc);
 bool rd_name_taken(struct rd *d, const char *name);
 void rd_error(struct rd *d, int no, const char *msg);
-/* ctl_stream.c: the datastreams onto the lanes for the next scan (sets each
+void rd_tick(struct rd *d);
+/* ds.c: the datastreams onto the lanes for the next scan (sets each
  * stream's sfx and used; with maps, each input's map for segment seg).  0,
  * or -1 with why (lanes too few) set: the frames left without a lane are
  * dropped. */
 int rd_ds_plan(struct rd *d, bool maps, uint64_t seg, char *why, size_t len);
 void rd_ds_defaults(struct rd *d);
-void rd_tick(struct rd *d);
 
 /* ctl.c (the keyword table; ctl_*.c the keywords): one VSI-S statement; its return code, its reply fields in out */
 int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *const *p, char *out,
@@ -159,10 +163,9 @@ int rd_ctl_exec(struct rd *d, const char *kw, bool query, unsigned np, char *con
 void rd_ctl_line_end(struct rd *d);   /* after the last statement of a line */
 int rd_ctl_start(struct rd *d, const struct sockaddr_storage *a, socklen_t len, char *where, size_t wlen);
 void rd_ctl_stop(struct rd *d);
-/* metrics */
+/* rdmetrics.c */
 int rd_metrics_start(struct rd *d, const struct sockaddr_storage *a, socklen_t len, char *where,
 		     size_t wlen);
 void rd_metrics_stop(struct rd *d);
-void rd_ready(struct rd *d, int fd, const char *ctl, const char *mx);
 
 #endif

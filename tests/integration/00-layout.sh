@@ -8,6 +8,11 @@
 #    A translation unit outside the engine that reads a field is refused by
 #    the compiler here, the same one with only the public calls is not.
 #  - No program's main() over 150 lines: it reads as the program's steps.
+#  - recfsd's calls point one way: the scan model (scan.o, ds.o) calls
+#    nothing of the keywords (ctl*.o), the metrics (rdmetrics.o, prom.o),
+#    the VSI-S transport (vsis.o) or the wiring (main.o); the keywords and
+#    the metrics call nothing of the wiring.  Read from the objects' symbol
+#    tables (nm), so a call hidden behind a macro counts too.
 . "$(dirname "$0")/../lib.sh"
 echo "00-layout: file sizes, main()s, the engine's private state"
 cd "$(dirname "$0")/../.."
@@ -50,4 +55,17 @@ check "a program using engine.h's calls compiles" cc_ok "$T_DIR/public.c"
 run cc_ok "$T_DIR/field.c"
 check "a program reading a field of struct rr does not (exit $RC)" test "$RC" != 0
 check "... because struct rr is incomplete there" grep -Eq 'undefined type|incomplete' "$T_DIR/cc.err"
+# --- recfsd: model <- keywords, metrics <- wiring, never back
+O=${BUILD:-build}/obj/recorder/recfsd
+defined() { nm --defined-only "$@" 2>/dev/null | awk '$2 ~ /^[TDBR]$/ {print $3}' | sort -u; }
+undef() { nm -u "$@" 2>/dev/null | awk '{print $NF}' | sort -u; }
+if [ -f "$O/scan.o" ]; then
+	up=$(comm -12 <(undef "$O/scan.o" "$O/ds.o") \
+		<(defined "$O"/ctl*.o "$O/rdmetrics.o" "$O/prom.o" "$O/vsis.o" "$O/main.o") | tr '\n' ' ')
+	check "recfsd's scan model calls nothing above it${up:+: $up}" test -z "$up"
+	up=$(comm -12 <(undef "$O"/ctl*.o "$O/rdmetrics.o") <(defined "$O/main.o") | tr '\n' ' ')
+	check "recfsd's keywords and metrics call nothing of main.c${up:+: $up}" test -z "$up"
+else
+	fail "recfsd's objects are built ($O/scan.o)"
+fi
 finish
