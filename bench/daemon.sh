@@ -111,10 +111,11 @@ for i in range(1, k):
     time.sleep(s)
     print(lat())
     r = v.line("record=off;record=on:g%04d;" % i)
-    assert r.count("!record = 0 ;") == 2, r
+    # off answers 1 (initiated, as jive5ab), the next scan's on 0
+    assert r == "!record = 1 ; !record = 0 ;", r
 time.sleep(s)
 print(lat())
-assert v.cmd("record=off") == "!record = 0 ;"
+assert v.cmd("record=off") == "!record = 1 ;"
 open(sys.argv[6], "w").write("%f\n" % (time.monotonic() - t0))
 PY
 	# the sender outlasts the scans (each takes its length plus a scrape
