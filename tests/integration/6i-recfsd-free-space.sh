@@ -57,7 +57,7 @@ alloc=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; print(sum(r["allo
 check "rows back at seal: the scans hold $alloc bytes" test "$alloc" -gt 0 -a "$alloc" -lt $((64 << 20))
 expect_reply "dir_info? after: free is capacity less the recordings' rows" "dir_info?" \
 	"!dir_info \\? 0 : 1 : $((8192 * 400)) : $cap : $((cap - alloc)) ;"
-free=$(curl -s "http://$RD_MX/metrics" | awk '$1 == "recfsd_pack_largest_free_bytes" {print $2}')
+scrape; free=$(metric recfsd_pack_largest_free_bytes)
 check "largest free extent in the metrics ($free)" test "$free" = $((cap - alloc))
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
