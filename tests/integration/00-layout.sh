@@ -13,6 +13,9 @@
 #    the VSI-S transport (vsis.o) or the wiring (main.o); the keywords and
 #    the metrics call nothing of the wiring.  Read from the objects' symbol
 #    tables (nm), so a call hidden behind a macro counts too.
+#  - The engine prints nothing and keeps no global state (engine.h): its
+#    objects name no stderr or perror, and hold nothing in .data or .bss
+#    (a program's flag, rr_conf.stop_flag, replaced the global rr_signal).
 . "$(dirname "$0")/../lib.sh"
 echo "00-layout: file sizes, main()s, the engine's private state"
 cd "$(dirname "$0")/../.."
@@ -67,5 +70,17 @@ if [ -f "$O/scan.o" ]; then
 	check "recfsd's keywords and metrics call nothing of main.c${up:+: $up}" test -z "$up"
 else
 	fail "recfsd's objects are built ($O/scan.o)"
+fi
+# --- the engine: no printing, no global state
+E=${BUILD:-build}/obj/recorder/engine
+if [ -f "$E/engine.o" ]; then
+	pr=$(nm -u "$E"/*.o 2>/dev/null | awk '$NF ~ /^(stderr|perror|warn|warnx|err|errx)$/ {print $NF}' |
+		sort -u | tr '\n' ' ')
+	check "the engine prints nothing of its own${pr:+: it uses $pr}" test -z "$pr"
+	gl=$(objdump -t "$E"/*.o 2>/dev/null | awk '$0 ~ / O \.(data|bss)([. ]|\t)/ && $0 !~ /\.rel\.ro/ {print $NF}' |
+		sort -u | tr '\n' ' ')
+	check "the engine keeps no global state${gl:+: $gl}" test -z "$gl"
+else
+	fail "the engine's objects are built ($E/engine.o)"
 fi
 finish
