@@ -23,7 +23,8 @@
 #    from the symbol tables as for recfsd.
 #  - The engine prints nothing and keeps no global state (engine.h): its
 #    objects name no stderr or perror, and hold nothing in .data or .bss
-#    (a program's flag, rr_conf.stop_flag, replaced the global rr_signal).
+#    but a sanitizer's own __ symbols (a program's flag, rr_conf.stop_flag,
+#    replaced the global rr_signal).
 . "$(dirname "$0")/../lib.sh"
 echo "00-layout: file sizes, main()s, the engine's private state"
 cd "$(dirname "$0")/../.."
@@ -107,7 +108,7 @@ if [ -f "$E/engine.o" ]; then
 	pr=$(nm -u "$E"/*.o 2>/dev/null | awk '$NF ~ /^(stderr|perror|warn|warnx|err|errx)$/ {print $NF}' |
 		sort -u | tr '\n' ' ')
 	check "the engine prints nothing of its own${pr:+: it uses $pr}" test -z "$pr"
-	gl=$(objdump -t "$E"/*.o 2>/dev/null | awk '$0 ~ / O \.(data|bss)([. ]|\t)/ && $0 !~ /\.rel\.ro/ {print $NF}' |
+	gl=$(objdump -t "$E"/*.o 2>/dev/null | awk '$0 ~ / O \.(data|bss)([. ]|\t)/ && $0 !~ /\.rel\.ro/ && $NF !~ /^(__|\.)/ {print $NF}' |
 		sort -u | tr '\n' ' ')
 	check "the engine keeps no global state${gl:+: $gl}" test -z "$gl"
 else
