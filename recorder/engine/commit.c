@@ -186,25 +186,24 @@ int cm_seal(struct rr *r, int64_t len)
 	return cm_commit(r, final_len, true);
 }
 
-void rr_progress(struct rr *r, bool final)
+void cm_progress(struct rr *r, bool final)
 {
 	if (!r->progress)
 		return;
 	uint64_t now = rr_mono_ns();
-	uint64_t bytes = atomic_load(&r->done_bytes);
+	struct rr_progress p = { .final = final };
+	p.bytes = atomic_load(&r->done_bytes);
 	uint64_t t0 = atomic_load_explicit(&r->created, memory_order_acquire) ? r->t_first : r->t_start;
 	double secs = (double)(now - t0) * 1e-9;
+	p.bytes_per_s = secs > 0 ? (uint64_t)((double)p.bytes / secs) : 0;
 	uint64_t filled = atomic_load(&r->filled), rel = atomic_load(&r->released);
-	char b1[32], b2[32], b3[32], b4[32];
+	p.ring_fill = filled > rel ? filled - rel : 0;
+	p.ring_max = atomic_load(&r->ring_max);
 	pthread_mutex_lock(&r->loss_lock);
-	uint64_t dropped = r->loss_pub.dropped, lost = r->loss_pub.frames_lost;
+	p.dropped = r->loss_pub.dropped;
+	p.frames_lost = r->loss_pub.frames_lost;
 	pthread_mutex_unlock(&r->loss_lock);
-	fprintf(stderr, "\r%s  %s/s  ring %s (max %s)  dropped %llu  lost %llu \033[K%s",
-		recfs_fmt_size(bytes, b1, sizeof(b1)),
-		recfs_fmt_size(secs > 0 ? (uint64_t)((double)bytes / secs) : 0, b2, sizeof(b2)),
-		recfs_fmt_size(filled > rel ? filled - rel : 0, b3, sizeof(b3)),
-		recfs_fmt_size(atomic_load(&r->ring_max), b4, sizeof(b4)),
-		(unsigned long long)dropped, (unsigned long long)lost, final ? "\n" : "");
+	r->progress(&p, r->progress_arg);
 	r->progress_shown = true;
 }
 
@@ -282,7 +281,7 @@ void *cm_main(void *arg)
 			next_commit = cm_next(r);
 		}
 		pthread_mutex_unlock(&r->seg_lock);
-		rr_progress(r, false);
+		cm_progress(r, false);
 		pthread_mutex_lock(&r->cm_lock);
 	}
 	pthread_mutex_unlock(&r->cm_lock);

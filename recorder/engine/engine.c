@@ -16,8 +16,6 @@
 
 #include "rr.h"
 
-_Atomic int rr_signal; /* a program's signal handler sets it (engine.h) */
-
 /* Before anything else: the engine's options, and every descriptor unset
  * (so rr_engine_close is safe whatever failed). */
 static void rr_defaults(struct rr *r, const struct rr_opts *o)
@@ -83,6 +81,7 @@ static void rr_cm_stop(struct rr *r, pthread_t cm)
 static void rr_release(struct rr *r)
 {
 	rr_engine_close(r);
+	wr_teardown(r);
 	if (r->json_f && r->json_f != stdout)
 		fclose(r->json_f);
 	r->json_f = NULL;
@@ -158,7 +157,6 @@ int rr_new(const struct rr_conf *c, struct rr **rp)
 	if (!r)
 		return recfs_seterr(-ENOMEM, "out of memory");
 	rr_defaults(r, &c->eo);
-	r->prog = c->prog;
 	r->pack_spec = c->pack_spec;
 	r->name = c->name;
 	r->stats_json = c->stats_json;
@@ -170,7 +168,8 @@ int rr_new(const struct rr_conf *c, struct rr **rp)
 	r->duration_ns = c->duration_ns;
 	r->size_limit = c->size_limit;
 	r->progress = c->progress;
-	r->quiet = c->quiet;
+	r->progress_arg = c->progress_arg;
+	r->stop_flag = c->stop_flag ? c->stop_flag : &r->no_stop;
 	r->daemon = c->daemon;
 	r->p = c->p;
 	r->g = recfs_pack_geom(c->p);
@@ -203,8 +202,10 @@ int rr_new(const struct rr_conf *c, struct rr **rp)
 
 int rr_start(struct rr *r, uint64_t t_start)
 {
-	int err;
+	int err = wr_setup(r);
 
+	if (err)
+		return err;
 	if (!r->daemon) {
 		/* one segment: the whole stream is the recording */
 		rr_seg_post(r, r->name, r->size_limit, 0, 0, NULL);
@@ -257,7 +258,7 @@ int64_t rr_run(struct rr *r)
 	rr_cm_stop(r, r->cm_th);
 	r->cm_started = false;
 	if (r->progress_shown)
-		rr_progress(r, true);
+		cm_progress(r, true);
 	return len;
 }
 

@@ -19,6 +19,14 @@
  * recfsd posts and closes segments (scans) between them with rr_seg_post
  * and rr_seg_close and reads their outcome with rr_seg_result; counters for
  * metrics, VSI-S and the reports come as an rr_stats snapshot.
+ *
+ * The engine prints nothing and has no global state: a failing call
+ * returns -errno with the reason in recfs_errmsg() (librecfs's convention,
+ * recfs.h), a failed segment keeps its reason (rr_seg_result), recfs-
+ * record's verdict comes back from rr_finish as a line; the program prints
+ * them, and asks for the summary (rr_summary), the statistics
+ * (rr_write_stats) and the progress line (rr_conf.progress) itself.  A
+ * program's signal handler stops the receiver through rr_conf.stop_flag.
  */
 #ifndef RECFS_RECORDER_ENGINE_H
 #define RECFS_RECORDER_ENGINE_H
@@ -27,6 +35,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "recfs/recfs.h"
 #include "common/opts.h"
@@ -64,9 +73,18 @@ enum rr_outcome {
 	RR_INPUT = 4,     /* input failed mid-stream: sealed at what arrived */
 };
 
+/* What the progress callback is given (rr_conf.progress). */
+struct rr_progress {
+	uint64_t bytes;               /* written */
+	uint64_t bytes_per_s;         /* since the first byte (or the start) */
+	uint64_t ring_fill, ring_max; /* unwritten bytes in the ring, its most */
+	uint64_t dropped;             /* datagrams dropped, ring full */
+	uint64_t frames_lost;         /* VDIF frames missing */
+	bool final;                   /* the last call: the threads ended */
+};
+
 /* What a program sets up an engine with. */
 struct rr_conf {
-	const char *prog;             /* for messages */
 	const char *input;            /* the input's spec (rr_input_kind) */
 	struct rr_opts eo;            /* the engine's options (common/opts.h);
 				       * eo.buffer 0: the ring's default */
@@ -79,8 +97,16 @@ struct rr_conf {
 	bool legacy;                  /* gen:vdif: legacy headers */
 	uint64_t rate;                /* gen: bytes a second, 0 unpaced */
 	uint64_t duration_ns, size_limit;  /* 0: none */
-	bool progress;                /* the live progress line */
-	bool quiet;                   /* no summary */
+	/* the live progress line: called by the committer thread at least
+	 * twice a second while recording, and once more (final) by rr_run after the
+	 * threads ended (NULL: none) */
+	void (*progress)(const struct rr_progress *p, void *arg);
+	void *progress_arg;
+	/* a program's signal handler sets *stop_flag non-zero (it must be
+	 * lock-free: atomic_store is async-signal-safe then); the receiver
+	 * stops on it, the recording ends as RR_STOP_SIGNAL.  NULL: none
+	 * (recfsd stops its inputs with rr_stop) */
+	const _Atomic int *stop_flag;
 	/* recfsd */
 	bool daemon;                  /* segments come and go (rr_seg_post) */
 	bool no_socket;               /* a --split lane past the first: the
@@ -95,18 +121,23 @@ struct rr_conf {
 
 /* 0 and *rp, or -errno with the reason in recfs_errmsg() (nothing left). */
 int rr_new(const struct rr_conf *c, struct rr **rp);
-/* The threads, the clock started at t_start (rr_mono_ns(); 0: now).  0, or
- * -errno with the reason in recfs_errmsg() (a thread it started is
- * stopped and joined again). */
+/* The writer's AIO context and the threads, the clock started at t_start
+ * (rr_mono_ns(); 0: now).  0, or -errno with the reason in recfs_errmsg()
+ * (a thread it started is stopped and joined again; nothing created). */
 int rr_start(struct rr *r, uint64_t t_start);
 /* recfs-record: write the stream (SCHED_FIFO for UDP unless --no-realtime),
  * stop the receiver and the committer: the length written (-1: the
  * recording was not created). */
 int64_t rr_run(struct rr *r);
-/* recfs-record: seal at len (the receiver's loss map is final), print the
- * summary (unless quiet) and write the statistics; the verdict line in
- * line (without the program's name): the outcome. */
+/* recfs-record: seal at len (the receiver's loss map is final); the
+ * verdict line in line (without the program's name, "" none): the
+ * outcome.  It prints nothing. */
 enum rr_outcome rr_finish(struct rr *r, int64_t len, char *line, size_t n);
+/* recfs-record, after rr_finish: the summary on f (nothing when the
+ * recording was not created), and --stats-json (rr_conf.stats_json, opened
+ * by rr_start): 0, or -EIO with the reason in recfs_errmsg(). */
+void rr_summary(struct rr *r, FILE *f);
+int rr_write_stats(struct rr *r);
 /* recfsd: ask the receiver to close its segment and the writer to end
  * when idle. */
 void rr_stop(struct rr *r);
@@ -237,9 +268,6 @@ struct rr_member_stat {
 };
 const struct rr_member_stat *rr_member_stat(const struct rr *r, unsigned member);
 
-/* the engine's: a front end's signal handler may set it, and the receiver
- * stops on it (recfsd stops its inputs itself and leaves it 0) */
-extern _Atomic int rr_signal; /* lock-free: safe in a handler, read by threads */
-_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "rr_signal must be lock-free for a signal handler");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "rr_conf.stop_flag must be lock-free for a signal handler");
 
 #endif

@@ -55,7 +55,7 @@ static void rcv_vdif_scan(struct rr *r, struct rr_vdif_stream *vs, uint64_t fill
 static bool rcv_wait_space(struct rr *r, uint64_t filled)
 {
 	while (rr_ring_free(r, filled) == 0) {
-		if (atomic_load(&r->stop) || rr_signal)
+		if (atomic_load(&r->stop) || atomic_load(r->stop_flag))
 			return false;
 		struct pollfd pf = { .fd = r->space_efd, .events = POLLIN };
 		if (poll(&pf, 1, 100) > 0)

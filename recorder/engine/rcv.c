@@ -45,7 +45,7 @@ uint64_t rcv_budget(struct rr *r, struct rr_seg *s, uint64_t filled, uint64_t de
 		    enum rr_stop *why)
 {
 	*why = RR_STOP_NONE;
-	if (rr_signal) {
+	if (atomic_load(r->stop_flag)) {
 		rr_set_stop(r, RR_STOP_SIGNAL);
 		return 0;
 	}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Statistics: the summary and --stats-json; recfs-record's seal and verdict
- * (rr_finish).
+ * (rr_finish).  Nothing here prints unasked: the program calls rr_summary
+ * and rr_write_stats after rr_finish, and prints the verdict line.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -22,7 +23,7 @@ const char *const rr_stop_what[] = {
 	[RR_STOP_INPUT] = "input error",
 };
 
-int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why,
+static int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why,
 			 const struct rusage *ru)
 {
 	FILE *f = r->json_f;
@@ -82,48 +83,51 @@ int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why,
 		(unsigned long long)r->commits, (double)r->commit_max_ns * 1e-9);
 	int bad = ferror(f);
 	if (f != stdout ? fclose(f) || bad : fflush(f) || bad) {
-		fprintf(stderr, "%s: %s: cannot write statistics: %s\n", r->prog, r->stats_json,
-			strerror(errno ? errno : EIO));
-		return -EIO;
+		return recfs_seterr(-EIO, "%s: cannot write statistics: %s", r->stats_json,
+				    strerror(errno ? errno : EIO));
 	}
 	return 0;
 }
 
-void rr_summary(struct rr *r, uint64_t len, const struct rusage *ru)
+void rr_summary(struct rr *r, FILE *f)
 {
 	char b1[32], b2[32], b3[32];
 	double dur = r->t_first ? (double)(r->t_end - r->t_first) * 1e-9 : 0;
 	const struct recfs_loss *l = &r->loss;
+	const uint64_t len = r->rec.committed_len;
+	struct rusage ru;
 
-	fprintf(stderr, "written    %s in %.2f s, %s/s\n", recfs_fmt_size(len, b1, sizeof(b1)), dur,
+	if (!r->created)
+		return;
+	getrusage(RUSAGE_SELF, &ru);
+	fprintf(f, "written    %s in %.2f s, %s/s\n", recfs_fmt_size(len, b1, sizeof(b1)), dur,
 		recfs_fmt_size(dur > 0 ? (uint64_t)((double)len / dur) : 0, b2, sizeof(b2)));
-	fprintf(stderr, "ring       max %s unwritten of %s%s%s%s\n",
+	fprintf(f, "ring       max %s unwritten of %s%s%s%s\n",
 		recfs_fmt_size(atomic_load(&r->ring_max), b1, sizeof(b1)),
 		recfs_fmt_size(r->ring_size, b3, sizeof(b3)), r->ring_locked ? ", locked" : "",
 		r->ring_huge ? ", hugepages" : "", r->rt_rcv ? "; receiver SCHED_FIFO" : "");
 	for (unsigned i = 0; i < r->g->members; i++) {
 		const struct rr_member_stat *m = &r->mst[i];
-		fprintf(stderr, "member %-3u %llu writes, latency mean %.2f ms, max %.2f ms (%s)\n", i,
+		fprintf(f, "member %-3u %llu writes, latency mean %.2f ms, max %.2f ms (%s)\n", i,
 			(unsigned long long)m->writes,
 			m->writes ? (double)m->sum_ns / (double)m->writes * 1e-6 : 0.0,
 			(double)m->max_ns * 1e-6, recfs_pack_dev(r->p, i)->path);
 	}
 	if (r->in_kind == RR_IN_UDP)
-		fprintf(stderr, "datagrams  %llu received, %llu wrong size, %llu dropped (ring full), "
+		fprintf(f, "datagrams  %llu received, %llu wrong size, %llu dropped (ring full), "
 			"%llu dropped by the kernel\n",
 			(unsigned long long)l->packets, (unsigned long long)l->wrong_size,
 			(unsigned long long)r->ring_dropped, (unsigned long long)r->kernel_dropped);
 	if (r->fmt_vdif)
-		fprintf(stderr, "vdif       %llu frames lost in %u gaps%s, %llu out of order, %llu invalid\n",
+		fprintf(f, "vdif       %llu frames lost in %u gaps%s, %llu out of order, %llu invalid\n",
 			(unsigned long long)l->frames_lost, r->rec.loss.gap_count,
 			(l->gap_flags & RECFS_GAPS_COALESCED) ? " (merged)" : "",
 			(unsigned long long)l->out_of_order, (unsigned long long)l->invalid);
-	fprintf(stderr, "cpu        user %.2f s, system %.2f s; %llu commits, slowest %.1f ms\n",
-		(double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec * 1e-6,
-		(double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec * 1e-6,
+	fprintf(f, "cpu        user %.2f s, system %.2f s; %llu commits, slowest %.1f ms\n",
+		(double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6,
+		(double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6,
 		(unsigned long long)r->commits, (double)r->commit_max_ns * 1e-6);
 }
-
 
 enum rr_outcome rr_finish(struct rr *r, int64_t len, char *line, size_t n)
 {
@@ -137,16 +141,15 @@ enum rr_outcome rr_finish(struct rr *r, int64_t len, char *line, size_t n)
 	if (!r->created) {
 		if (why == RR_STOP_FULL)
 			status = RR_FULL;
-		else if (r->in_err[0])
+		if (r->segs[0].msg[0]) /* the recording could not be created: why */
+			snprintf(line, n, "%s", r->segs[0].msg);
+		else if (why != RR_STOP_FULL && r->in_err[0])
 			snprintf(line, n, "%s; recording '%s' not created", r->in_err, r->name);
-		else if (r->err_errno == 0)
+		else if (why != RR_STOP_FULL && r->err_errno == 0)
 			snprintf(line, n, "no data from %s; recording '%s' not created",
 				 r->in_path ? r->in_path : r->input_spec, r->name);
-		if (r->json_f) { /* the statistics say so */
-			struct rusage ru;
-			getrusage(RUSAGE_SELF, &ru);
-			rr_write_json(r, r->rec.committed_len, (int)status, why, &ru);
-		}
+		r->fin_status = (int)status;
+		r->fin_why = why;
 		return status;
 	}
 
@@ -181,16 +184,9 @@ enum rr_outcome rr_finish(struct rr *r, int64_t len, char *line, size_t n)
 	else if (!err && why == RR_STOP_INPUT)
 		snprintf(msg, sizeof(msg), "%.255s", r->in_err);
 
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	if (!r->quiet)
-		rr_summary(r, r->rec.committed_len, &ru);
 	char hs[32];
-	/* the statistics before the last line, which stays the verdict; a
-	 * write error there is reported but leaves the outcome alone */
-	struct rusage ru2;
-	getrusage(RUSAGE_SELF, &ru2);
-	rr_write_json(r, r->rec.committed_len, (int)status, why, &ru2);
+	r->fin_status = (int)status;
+	r->fin_why = why;
 	if (err)
 		snprintf(line, n, "%s", msg);
 	else if (msg[0])
@@ -202,4 +198,11 @@ enum rr_outcome rr_finish(struct rr *r, int64_t len, char *line, size_t n)
 			 (unsigned long long)r->rec.committed_len,
 			 recfs_fmt_size(r->rec.committed_len, hs, sizeof(hs)), rr_stop_what[why]);
 	return status;
+}
+
+int rr_write_stats(struct rr *r)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return rr_write_json(r, r->rec.committed_len, r->fin_status, r->fin_why, &ru);
 }

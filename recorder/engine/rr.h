@@ -14,7 +14,8 @@
  *    one libaio request per chunk, members' queues kept at --queue-depth,
  *    and frees slots in order as their writes complete;
  *  - the committer (cm_*, commit.c) makes the written prefix durable every
- *    --commit-interval through recfs_rec_commit and draws the progress line.
+ *    --commit-interval through recfs_rec_commit and calls the program's
+ *    progress callback.
  * The ring lives in ring.c, the statistics and reports in report.c.
  * Tool-private prefix: rr_ (engine-wide), rcv_, wr_, cm_ (per unit).
  */
@@ -79,9 +80,10 @@ struct rr_seg {
 	char msg[320];                /* why it failed or was cut */
 };
 
+struct wr_ctx;  /* writer.c's */
+
 struct rr {
 	/* options */
-	const char *prog;                /* for messages */
 	const char *pack_spec, *name, *input_spec, *stats_json;
 	FILE *json_f;                    /* --stats-json, opened before the start */
 	enum rr_input_kind in_kind;
@@ -93,8 +95,10 @@ struct rr {
 	uint64_t rcvbuf, rate, duration_ns, size_limit, buffer;
 	uint32_t qd;
 	uint64_t commit_ns;
-	int progress;                    /* -1 auto, 0 off, 1 on */
-	bool quiet;
+	void (*progress)(const struct rr_progress *p, void *arg); /* NULL: none */
+	void *progress_arg;
+	const _Atomic int *stop_flag;    /* the program's (rr_conf), else &no_stop */
+	_Atomic int no_stop;             /* stays 0 */
 	bool no_rt;
 	bool rt_rcv, rt_wr;              /* SCHED_FIFO obtained */
 	struct rr_gen gen;
@@ -193,6 +197,9 @@ struct rr {
 	int cm_err;
 	char cm_msg[512];
 	bool progress_shown;
+	struct wr_ctx *wr;               /* the writer's AIO context (rr_start) */
+	int fin_status;                  /* rr_finish's outcome and reason, */
+	enum rr_stop fin_why;            /* for rr_write_stats */
 
 	uint64_t t_start, t_first, t_end;
 
@@ -318,17 +325,17 @@ int cm_commit(struct rr *r, uint64_t len, bool seal);
 /* Seal the writer's segment: at the written length `len` (-1: none) unless
  * a commit failed (then at the durable length) or a stall wrote more. */
 int cm_seal(struct rr *r, int64_t len);
-void rr_progress(struct rr *r, bool final);
+void cm_progress(struct rr *r, bool final);
 void *cm_main(void *arg);
 
 /* writer.c */
+/* the AIO context and slots in r->wr: 0, or -errno with recfs_errmsg() */
+int wr_setup(struct rr *r);
+void wr_teardown(struct rr *r);
 /* recfs-record: write segment 0; its length (-1: not created) */
 int64_t wr_run(struct rr *r);
 /* recfsd: write and seal segments until wr_quit and none is left */
 void *wr_main(void *arg);
 
-/* report.c */
-int rr_write_json(struct rr *r, uint64_t len, int status, enum rr_stop why, const struct rusage *ru);
-void rr_summary(struct rr *r, uint64_t len, const struct rusage *ru);
 
 #endif

@@ -128,38 +128,41 @@ static void wr_fail(struct rr *r, int member, int err)
 	wr_stop_ioerr(r);
 }
 
-/* AIO context and slots first: a failure here creates nothing */
-static int wr_setup(struct rr *r, struct wr_ctx *w)
+/* AIO context and slots first (rr_start): a failure here creates nothing */
+int wr_setup(struct rr *r)
 {
-	memset(w, 0, sizeof(*w));
+	struct wr_ctx *w = r->wr = calloc(1, sizeof(*w));
+	if (!w)
+		return recfs_seterr(-ENOMEM, "out of memory");
 	w->cap = r->g->members * r->qd;
 	int err = io_setup((int)w->cap, &w->ctx);
 	if (err) {
-		fprintf(stderr, "%s: io_setup(%u): %s\n", r->prog, w->cap, strerror(-err));
-		wr_fail(r, -1, -err);
-		return err;
+		w->ctx = 0;
+		return recfs_seterr(err, "io_setup(%u): %s", w->cap, strerror(-err));
 	}
 	w->slots = calloc(r->nslots, sizeof(*w->slots));
 	w->pending = calloc(w->cap, sizeof(*w->pending));
 	w->ev = calloc(w->cap, sizeof(*w->ev));
 	if (posix_memalign((void **)&w->tbuf, RECFS_BLOCK, r->chunk))
 		w->tbuf = NULL;
-	if (!w->slots || !w->pending || !w->ev || !w->tbuf) {
-		fprintf(stderr, "%s: out of memory\n", r->prog);
-		wr_fail(r, -1, ENOMEM);
-		return -ENOMEM;
-	}
+	if (!w->slots || !w->pending || !w->ev || !w->tbuf)
+		return recfs_seterr(-ENOMEM, "out of memory");
 	return 0;
 }
 
-static void wr_teardown(struct wr_ctx *w)
+void wr_teardown(struct rr *r)
 {
+	struct wr_ctx *w = r->wr;
+	if (!w)
+		return;
 	if (w->ctx)
 		io_destroy(w->ctx);
 	free(w->slots);
 	free(w->pending);
 	free(w->ev);
 	free(w->tbuf);
+	free(w);
+	r->wr = NULL;
 }
 
 static void wr_wait(struct rr *r)
@@ -198,9 +201,8 @@ static int64_t wr_seg(struct rr *r, struct wr_ctx *w, struct rr_seg *s)
 			r->t_first = rr_mono_ns();
 			int cerr = wr_create(r, s);
 			if (cerr) {
+				/* recfsd's scan result, recfs-record's verdict (rr_finish) */
 				snprintf(s->msg, sizeof(s->msg), "%s", recfs_errmsg());
-				if (!r->daemon)
-					fprintf(stderr, "%s: %s\n", r->prog, recfs_errmsg());
 				if (cerr == -ENOSPC) {
 					atomic_store(&s->limit_is_alloc, true);
 					atomic_store(&s->limit, 0); /* the receiver closes it: full */
@@ -467,15 +469,13 @@ static void wr_seg_release(struct rr *r, struct rr_seg *s)
 
 int64_t wr_run(struct rr *r)
 {
-	struct wr_ctx w;
 	int64_t len = -1;
 	while (atomic_load_explicit(&r->seg_rcv, memory_order_acquire) == 0 &&
 	       atomic_load_explicit(&r->segs[0].state, memory_order_acquire) == RR_SEG_QUEUED &&
 	       !atomic_load_explicit(&r->eof, memory_order_acquire))
 		wr_wait(r);
-	if (!wr_setup(r, &w) && atomic_load(&r->segs[0].state) != RR_SEG_QUEUED)
-		len = wr_seg(r, &w, &r->segs[0]);
-	wr_teardown(&w);
+	if (atomic_load(&r->segs[0].state) != RR_SEG_QUEUED)
+		len = wr_seg(r, r->wr, &r->segs[0]);
 	return len;
 }
 
@@ -535,8 +535,6 @@ static void wr_seg_end(struct rr *r, struct rr_seg *s, int64_t len)
 void *wr_main(void *arg)
 {
 	struct rr *r = arg;
-	struct wr_ctx w;
-	bool ok = wr_setup(r, &w) == 0;
 
 	for (uint64_t n = 0;; n++) {
 		struct rr_seg *s = rr_seg_at(r, n);
@@ -563,15 +561,14 @@ void *wr_main(void *arg)
 		}
 		wr_seg_begin(r, n, s);
 		int64_t len = -1;
-		if (ok && !atomic_load(&r->wr_failed))
-			len = wr_seg(r, &w, s);
+		if (!atomic_load(&r->wr_failed))
+			len = wr_seg(r, r->wr, s);
 		else if (!s->msg[0])
 			snprintf(s->msg, sizeof(s->msg), "a member failed: no more scans on this pack");
 		wr_seg_release(r, s);
 		wr_seg_end(r, s, len);
 		atomic_store_explicit(&r->seg_done, n + 1, memory_order_release);
 	}
-	wr_teardown(&w);
 	return NULL;
 }
 

@@ -436,8 +436,8 @@ static int rd_streams_setup(struct rd *d, const struct rd_args *a)
 			d->nst++;
 			/* every stream's engine shares the pack, its lock, one
 			 * group flush and the scans' free-space shares */
-			struct rr_conf c = { .prog = PROG, .input = in->spec, .eo = a->eo, .p = d->p,
-					     .pack_spec = d->pack_spec, .quiet = true, .daemon = true,
+			struct rr_conf c = { .input = in->spec, .eo = a->eo, .p = d->p,
+					     .pack_spec = d->pack_spec, .daemon = true,
 					     .no_socket = l > 0, .pack_lock = &d->pack_lock,
 					     .gflush = d->gflush, .share_left = d->share_left };
 			if (a->eo.buffer) {

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,9 +30,22 @@ enum {
 	RR_EXIT_IO = RR_IO,
 };
 
-static void rr_on_signal(int sig)
+/* SIGINT, SIGTERM: the engine's receiver stops on it (rr_conf.stop_flag) */
+static _Atomic int rec_stop_sig;
+static void rec_on_signal(int sig)
 {
-	rr_signal = sig;
+	atomic_store(&rec_stop_sig, sig);
+}
+
+/* --progress: the live line, from the engine's committer thread */
+static void rec_progress(const struct rr_progress *p, void *arg)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+	(void)arg;
+	fprintf(stderr, "\r%s  %s/s  ring %s (max %s)  dropped %llu  lost %llu \033[K%s",
+		recfs_fmt_size(p->bytes, b1, sizeof(b1)), recfs_fmt_size(p->bytes_per_s, b2, sizeof(b2)),
+		recfs_fmt_size(p->ring_fill, b3, sizeof(b3)), recfs_fmt_size(p->ring_max, b4, sizeof(b4)),
+		(unsigned long long)p->dropped, (unsigned long long)p->frames_lost, p->final ? "\n" : "");
 }
 
 /* ------------------------------------------------------------------- main */
@@ -81,6 +95,7 @@ static int rr_opt(int err)
 struct rec_args {
 	int ready_fd;
 	int progress;  /* -1 auto, 0 off, 1 on */
+	bool quiet;    /* no progress line and no summary */
 	bool sizes_set;
 };
 
@@ -146,7 +161,7 @@ static int parse_args(int argc, char **argv, struct rr_conf *c, struct rec_args 
 				return -1;
 			break;
 		case 7: a->progress = 1; break;
-		case 'q': c->quiet = true; break;
+		case 'q': a->quiet = true; break;
 		case 8: c->stats_json = optarg; break;
 		case 10:
 			if (rr_opt(recfs_parse_num("--ready-fd", optarg, 0, INT_MAX, &v)))
@@ -167,7 +182,6 @@ static int parse_args(int argc, char **argv, struct rr_conf *c, struct rec_args 
 			}
 		}
 	}
-	c->prog = PROG;
 	return 0;
 }
 
@@ -180,7 +194,9 @@ static int check_args(int argc, char **argv, struct rr_conf *c, const struct rec
 	}
 	c->pack_spec = argv[optind];
 	c->name = argv[optind + 1];
-	c->progress = !c->quiet && (a->progress < 0 ? isatty(2) : a->progress);
+	if (!a->quiet && (a->progress < 0 ? isatty(2) : a->progress))
+		c->progress = rec_progress;
+	c->stop_flag = &rec_stop_sig;
 
 	int kind = rr_input_kind(c->input);
 	if (kind < 0) {
@@ -271,7 +287,7 @@ int main(int argc, char **argv)
 	status = RR_EXIT_NOTHING;
 	/* the ring, the input (a socket is bound from here) and the engine */
 	if ((err = rr_new(&c, &r)) == 0) {
-		struct sigaction sa = { .sa_handler = rr_on_signal };
+		struct sigaction sa = { .sa_handler = rec_on_signal };
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
@@ -286,6 +302,13 @@ int main(int argc, char **argv)
 		char line[1024];
 		int64_t len = rr_run(r);
 		status = (int)rr_finish(r, len, line, sizeof(line));
+		if (!a.quiet)
+			rr_summary(r, stderr);
+		/* the statistics before the last line, which stays the
+		 * verdict; a write error there is said but leaves the
+		 * outcome alone */
+		if (rr_write_stats(r))
+			fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 		if (line[0])
 			fprintf(stderr, PROG ": %s\n", line);
 	}

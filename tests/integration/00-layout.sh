@@ -13,6 +13,18 @@
 #    the VSI-S transport (vsis.o) or the wiring (main.o); the keywords and
 #    the metrics call nothing of the wiring.  Read from the objects' symbol
 #    tables (nm), so a call hidden behind a macro counts too.
+#  - Headers cross a folder only where they are public: in recorder/ and
+#    bench/, another folder's header is named only as "engine/engine.h" or
+#    "common/*.h"; no source climbs out of its folder with "../" except
+#    the white-box unit tests and the library's own check/ pass files.
+#  - The mount's calls point one way, ops -> cache -> node -> log (and
+#    librecfs): node.o calls nothing of cache.o or ops.o, cache.o nothing
+#    of ops.o, log.o nothing of the others, none anything of main.o; read
+#    from the symbol tables as for recfsd.
+#  - The engine prints nothing and keeps no global state (engine.h): its
+#    objects name no stderr or perror, and hold nothing in .data or .bss
+#    but a sanitizer's own __ symbols (a program's flag, rr_conf.stop_flag,
+#    replaced the global rr_signal).
 . "$(dirname "$0")/../lib.sh"
 echo "00-layout: file sizes, main()s, the engine's private state"
 cd "$(dirname "$0")/../.."
@@ -37,6 +49,14 @@ check "struct rr is defined once, in recorder/engine/rr.h (found in: ${defs:-non
 priv=$(grep -rlE '#include[[:space:]]*"([^"]*/)?(rr|rcv)\.h"' --include='*.[ch]' fs recorder mkfs fsck admin bench tests 2>/dev/null |
 	grep -v '^recorder/engine/')
 check "the engine's private headers are included from recorder/engine/ only${priv:+: $priv}" test -z "$priv"
+
+# --- other folders' headers: the public ones only
+cross=$(grep -rnE '#include[[:space:]]*"(engine|common|record|recfsd|play)/[^"]*"' --include='*.[ch]' recorder bench 2>/dev/null |
+	grep -vE '"(engine/engine\.h|common/[a-z_]+\.h)"')
+check "recorder/ and bench/ name another folder's private header nowhere${cross:+: $cross}" test -z "$cross"
+climb=$(grep -rlE '#include[[:space:]]*"\.\./' --include='*.[ch]' fs recorder mkfs fsck admin bench tests 2>/dev/null |
+	grep -vE '^(tests/unit/|fs/lib/check/)')
+check "no header reached through ../ outside the white-box tests${climb:+: $climb}" test -z "$climb"
 
 # --- and the compiler keeps it so: a field access outside the engine fails
 CC=${CC:-cc}
@@ -67,5 +87,31 @@ if [ -f "$O/scan.o" ]; then
 	check "recfsd's keywords and metrics call nothing of main.c${up:+: $up}" test -z "$up"
 else
 	fail "recfsd's objects are built ($O/scan.o)"
+fi
+# --- the mount: ops -> cache -> node -> log, never back
+M=${BUILD:-build}/obj/fs/fuse
+if [ -f "$M/node.o" ]; then
+	up=$(comm -12 <(undef "$M/log.o") <(defined "$M/node.o" "$M/cache.o" "$M/ops.o" "$M/main.o") | tr '\n' ' ')
+	check "the mount's log calls nothing above it${up:+: $up}" test -z "$up"
+	up=$(comm -12 <(undef "$M/node.o") <(defined "$M/cache.o" "$M/ops.o" "$M/main.o") | tr '\n' ' ')
+	check "the mount's node table calls nothing of the cache, the callbacks or main${up:+: $up}" test -z "$up"
+	up=$(comm -12 <(undef "$M/cache.o") <(defined "$M/ops.o" "$M/main.o") | tr '\n' ' ')
+	check "the mount's cache calls nothing of the callbacks or main${up:+: $up}" test -z "$up"
+	up=$(comm -12 <(undef "$M/ops.o") <(defined "$M/main.o") | tr '\n' ' ')
+	check "the mount's callbacks call nothing of main.c${up:+: $up}" test -z "$up"
+else
+	fail "the mount's objects are built ($M/node.o)"
+fi
+# --- the engine: no printing, no global state
+E=${BUILD:-build}/obj/recorder/engine
+if [ -f "$E/engine.o" ]; then
+	pr=$(nm -u "$E"/*.o 2>/dev/null | awk '$NF ~ /^(stderr|perror|warn|warnx|err|errx)$/ {print $NF}' |
+		sort -u | tr '\n' ' ')
+	check "the engine prints nothing of its own${pr:+: it uses $pr}" test -z "$pr"
+	gl=$(objdump -t "$E"/*.o 2>/dev/null | awk '$0 ~ / O \.(data|bss)([. ]|\t)/ && $0 !~ /\.rel\.ro/ && $NF !~ /^(__|\.)/ {print $NF}' |
+		sort -u | tr '\n' ' ')
+	check "the engine keeps no global state${gl:+: $gl}" test -z "$gl"
+else
+	fail "the engine's objects are built ($E/engine.o)"
 fi
 finish

@@ -4,7 +4,9 @@
 # request of several, submits refused with EAGAIN, writes the kernel really
 # completes short, and writes that complete having written nothing.  The
 # first three must cost nothing (the recording reads back byte for byte);
-# the last is a member error like any other.
+# the last is a member error like any other.  And an AIO context refused
+# (io_setup, aio-max-nr reached): both programs refuse to start with the
+# engine's one line, and nothing is written.
 . "$(dirname "$0")/../lib.sh"
 echo "3a-record-aio: partial submits, EAGAIN, short and empty writes"
 
@@ -82,4 +84,18 @@ run shimmed AIOSHIM_ONE=1 AIOSHIM_SHORT=1 AIOSHIM_ZERO=3 recfs-record -q -Q 8 --
 	-i gen:counter --size 60M "$PACK" dying
 check "dying member: exit 3 ($RC: $(tail -1 <<<"$OUT"))" test "$RC" = 3
 check "dying member: no submit after the error was seen ($(cat "$T_DIR/shim"))" test "$(shim_count after)" = 0
+
+# --- no AIO context: refused before anything is created (the engine sets
+# it up in rr_start and returns the reason; recfsd used to start, print it
+# from the writer's thread and fail every scan)
+before=$(recfs ls "$PACK" | sort | tr '\n' ' ')
+run shimmed AIOSHIM_SETUP=11 recfs-record -q --buffer 16M -i gen:counter --size 8M "$PACK" noaio
+check "no AIO context: recfs-record exits 1 ($RC)" test "$RC" = 1
+check "no AIO context: one line says why ($OUT)" \
+	test "$OUT" = "recfs-record: io_setup(16): Resource temporarily unavailable"
+run shimmed AIOSHIM_SETUP=11 timeout 10 recfsd -l 127.0.0.1:0 -i udp:127.0.0.1:0 --buffer 16M "$PACK"
+check "no AIO context: recfsd refuses to start (exit $RC, not 0 nor timeout's 124)" test "$RC" != 0 -a "$RC" != 124
+check "no AIO context: recfsd says why ($(tail -1 <<<"$OUT"))" \
+	grep -qx "recfsd: io_setup(16): Resource temporarily unavailable" <<<"$OUT"
+check "no AIO context: the pack is as it was" test "$(recfs ls "$PACK" | sort | tr '\n' ' ')" = "$before"
 finish

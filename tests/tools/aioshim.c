@@ -11,6 +11,7 @@
  *                      writes only that much and completes it short
  *   AIOSHIM_ZERO=K     every Kth write is submitted with length 0: it
  *                      completes having written nothing
+ *   AIOSHIM_SETUP=E    io_setup fails with -E (11: EAGAIN, aio-max-nr reached)
  *   AIOSHIM_STATS=FILE at exit, "calls N partial N eagain N short N zero N
  *                      after N": after counts the io_submit calls made once
  *                      io_getevents had handed out an emptied write's
@@ -29,7 +30,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static unsigned long every_eagain, every_short, every_zero;
+static unsigned long every_eagain, every_short, every_zero, setup_err;
 static int one;
 static const char *stats;
 static _Atomic unsigned long n_calls, n_partial, n_eagain, n_short, n_zero, n_writes, n_after;
@@ -48,6 +49,7 @@ static void init(void)
 	every_eagain = env_num("AIOSHIM_EAGAIN");
 	every_short = env_num("AIOSHIM_SHORT");
 	every_zero = env_num("AIOSHIM_ZERO");
+	setup_err = env_num("AIOSHIM_SETUP");
 	stats = getenv("AIOSHIM_STATS");
 }
 
@@ -60,6 +62,14 @@ __attribute__((destructor)) static void report(void)
 	fprintf(f, "calls %lu partial %lu eagain %lu short %lu zero %lu after %lu\n", n_calls,
 		n_partial, n_eagain, n_short, n_zero, n_after);
 	fclose(f);
+}
+
+int io_setup(int maxevents, io_context_t *ctxp)
+{
+	pthread_once(&once, init);
+	if (setup_err)
+		return -(int)setup_err;
+	return syscall(SYS_io_setup, maxevents, ctxp) < 0 ? -errno : 0;
 }
 
 int io_submit(io_context_t ctx, long nr, struct iocb *ios[])

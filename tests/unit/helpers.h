@@ -183,6 +183,29 @@ static inline void tcut_every(unsigned members, uint64_t size, uint32_t chunk, u
 	}
 }
 
+/* xorshift64: the tests' reproducible random numbers (*x not 0) */
+static inline uint64_t trng(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* recording name on p, stream s's bytes [0, len), created with the
+ * allocation hint (recfs_rec_create) and sealed; its entry in *r */
+static inline void twrite_rec(struct recfs_pack *p, const char *name, unsigned s, uint64_t len,
+			      uint64_t hint, struct recfs_rec *r)
+{
+	struct recfs_appender *a;
+
+	assert_int_equal(recfs_rec_create(p, name, NULL, hint, r), 0);
+	assert_int_equal(recfs_appender_new(p, r, &a), 0);
+	assert_int_equal(tappend(a, s, 0, len), 0);
+	assert_int_equal(recfs_append_seal(a), 0);
+	recfs_appender_free(a);
+}
+
 /* A rebooted fault pack (tpack_new) holding n recordings: names[k] is
  * stream k, lens[k] bytes, synced every `step` bytes and sealed (tput);
  * step 0: appended whole, then sealed, or only synced for those whose bit

@@ -68,14 +68,6 @@ static struct recfs_fault *populated(void)
 	return tpopulated(2, MSZ, CH, 8, 3, names, lens, 0, 1u << 2);
 }
 
-static uint64_t rng(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 /* everything but the superblocks randomized: the check ends, repairs, and
  * a second run has nothing left to repair */
 static void test_evil_metadata(void **s)
@@ -88,14 +80,14 @@ static void test_evil_metadata(void **s)
 		assert_int_equal(recfs_geom_compute(&g, 2, MSZ, CH, 8), 0);
 		/* a few random spans of random bytes in bitmap/directory/slots */
 		for (unsigned k = 0; k < 6; k++) {
-			unsigned m = rng(&x) & 1;
-			uint64_t off = g.bitmap_off + rng(&x) % (g.data_off - g.bitmap_off);
-			uint64_t len = 1 + rng(&x) % 64;
+			unsigned m = trng(&x) & 1;
+			uint64_t off = g.bitmap_off + trng(&x) % (g.data_off - g.bitmap_off);
+			uint64_t len = 1 + trng(&x) % 64;
 			if (seed % 3 == 0)
-				len = 1 + rng(&x) % 3000; /* wide ones too */
+				len = 1 + trng(&x) % 3000; /* wide ones too */
 			uint8_t *img = recfs_fault_image(f, m);
 			for (uint64_t i = 0; i < len && off + i < g.data_off; i++)
-				img[off + i] = (uint8_t)rng(&x);
+				img[off + i] = (uint8_t)trng(&x);
 		}
 		int r1 = check(f, 2, RECFS_CHECK_YES);
 		assert_false(r1 & RECFS_FSCK_ERROR);
@@ -116,7 +108,7 @@ static void test_evil_everything(void **s)
 		for (unsigned m = 0; m < 2; m++) {
 			uint8_t *img = recfs_fault_image(f, m);
 			for (uint64_t i = 0; i < (1u << 20); i++)
-				img[i] = (uint8_t)rng(&x);
+				img[i] = (uint8_t)trng(&x);
 		}
 		/* the backups survive: the pack is found and repaired from them */
 		int r1 = check(f, 2, RECFS_CHECK_YES);
@@ -127,9 +119,9 @@ static void test_evil_everything(void **s)
 		for (unsigned m = 0; m < 2; m++) {
 			uint8_t *img = recfs_fault_image(f, m);
 			for (uint64_t i = MSZ - RECFS_BLOCK; i < MSZ; i++)
-				img[i] = (uint8_t)rng(&x);
+				img[i] = (uint8_t)trng(&x);
 			for (uint64_t i = 0; i < RECFS_BLOCK; i++)
-				img[i] = (uint8_t)rng(&x);
+				img[i] = (uint8_t)trng(&x);
 		}
 		uint64_t w = recfs_fault_writes(f);
 		int r = check(f, 2, RECFS_CHECK_YES);
@@ -335,28 +327,28 @@ static void test_ent_fields_never_unknown(void **s)
 		g = p->g;
 		recfs_pack_close(p);
 		recfs_entry_encode(&r, ps, slot);
-		if (rng(&x) % 2)
-			d->state = (uint8_t)rng(&x);
-		if (rng(&x) % 3 == 0)
-			d->gap_count = (uint32_t)rng(&x) % 100;
-		if (rng(&x) % 4 == 0)
+		if (trng(&x) % 2)
+			d->state = (uint8_t)trng(&x);
+		if (trng(&x) % 3 == 0)
+			d->gap_count = (uint32_t)trng(&x) % 100;
+		if (trng(&x) % 4 == 0)
 			d->seq = UINT64_MAX;
-		if (rng(&x) % 3 == 0)
-			d->committed_len = rng(&x) % (4 * g.row_bytes);
-		if (rng(&x) % 3 == 0)
-			d->name_len = (uint16_t)(rng(&x) % 300);
-		if (rng(&x) % 3 == 0)
-			d->name[rng(&x) % 3] = "/\0."[rng(&x) % 3];
-		if (rng(&x) % 6 == 0)
-			memset(d->name, '.', 2), d->name_len = (uint16_t)(1 + rng(&x) % 2);
-		if (rng(&x) % 5 == 0)
-			d->alloc_len = rng(&x) % (4 * g.row_bytes);
-		if (rng(&x) % 5 == 0)
-			d->ext_start = rng(&x) % (4 * g.row_bytes);
-		if (rng(&x) % 5 == 0)
-			d->flags = (uint32_t)rng(&x);
-		if (rng(&x) % 5 == 0)
-			d->format = (uint8_t)rng(&x);
+		if (trng(&x) % 3 == 0)
+			d->committed_len = trng(&x) % (4 * g.row_bytes);
+		if (trng(&x) % 3 == 0)
+			d->name_len = (uint16_t)(trng(&x) % 300);
+		if (trng(&x) % 3 == 0)
+			d->name[trng(&x) % 3] = "/\0."[trng(&x) % 3];
+		if (trng(&x) % 6 == 0)
+			memset(d->name, '.', 2), d->name_len = (uint16_t)(1 + trng(&x) % 2);
+		if (trng(&x) % 5 == 0)
+			d->alloc_len = trng(&x) % (4 * g.row_bytes);
+		if (trng(&x) % 5 == 0)
+			d->ext_start = trng(&x) % (4 * g.row_bytes);
+		if (trng(&x) % 5 == 0)
+			d->flags = (uint32_t)trng(&x);
+		if (trng(&x) % 5 == 0)
+			d->format = (uint8_t)trng(&x);
 		d->checksum = XXH3_64bits_withSeed(d, offsetof(struct recfs_disk_entry, checksum), ps);
 		unsigned sl = (unsigned)(d->seq & 1);
 		for (unsigned m = 0; m < 2; m++) {

@@ -240,18 +240,6 @@ static void test_assembly_fuzz_fields(void **state)
 	recfs_fault_free(f);
 }
 
-static void write_rec(struct recfs_pack *p, const char *name, unsigned s, uint64_t len,
-		      uint64_t hint, struct recfs_rec *r)
-{
-	struct recfs_appender *a;
-
-	assert_int_equal(recfs_rec_create(p, name, NULL, hint, r), 0);
-	assert_int_equal(recfs_appender_new(p, r, &a), 0);
-	assert_int_equal(tappend(a, s, 0, len), 0);
-	assert_int_equal(recfs_append_seal(a), 0);
-	recfs_appender_free(a);
-}
-
 static void test_directory_ops(void **state)
 {
 	struct recfs_fault *f = tpack_new(3, MSZ, CH, 8);
@@ -260,14 +248,14 @@ static void test_directory_ops(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 3, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "a", 1, 100000, 0, &a);
+	twrite_rec(p, "a", 1, 100000, 0, &a);
 	assert_int_equal(a.state, RECFS_STATE_SEALED);
 	assert_int_equal(a.committed_len, 100000);
 	assert_int_equal(a.alloc_len, recfs_pack_geom(p)->row_bytes); /* tail returned */
 	assert_int_equal(recfs_rec_create(p, "a", NULL, 0, &r), -EEXIST);
 	assert_int_equal(recfs_rec_create(p, "x/y", NULL, 0, &r), -EINVAL);
 	assert_int_equal(recfs_rec_create(p, "..", NULL, 0, &r), -EINVAL);
-	write_rec(p, "b", 2, 3 * CH + 17, 0, &b);
+	twrite_rec(p, "b", 2, 3 * CH + 17, 0, &b);
 	assert_int_equal(recfs_rec_lookup(p, "b", &r), 0);
 	assert_int_equal(r.uid, b.uid);
 	assert_int_not_equal(a.uid, b.uid);
@@ -307,13 +295,13 @@ static void test_directory_full(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "1", 1, 10, CH, &r);
-	write_rec(p, "2", 1, 10, CH, &r);
-	write_rec(p, "3", 1, 10, CH, &r);
+	twrite_rec(p, "1", 1, 10, CH, &r);
+	twrite_rec(p, "2", 1, 10, CH, &r);
+	twrite_rec(p, "3", 1, 10, CH, &r);
 	assert_int_equal(recfs_rec_create(p, "4", NULL, CH, &r), -ENFILE);
 	assert_int_equal(recfs_rec_lookup(p, "2", &r), 0);
 	assert_int_equal(recfs_rec_delete(p, r.index, 0), 0);
-	write_rec(p, "4", 1, 10, CH, &r);
+	twrite_rec(p, "4", 1, 10, CH, &r);
 	assert_int_equal(r.index, 1); /* the freed slot is reused */
 	recfs_pack_close(p);
 	recfs_fault_free(f);
@@ -333,7 +321,7 @@ static void test_allocator(void **state)
 	for (int i = 0; i < 6; i++) {
 		char n[16];
 		snprintf(n, sizeof(n), "x%d", i);
-		write_rec(p, n, (unsigned)i, 2 * row, 2 * row, &x[i]);
+		twrite_rec(p, n, (unsigned)i, 2 * row, 2 * row, &x[i]);
 		assert_int_equal(x[i].ext_start, (uint64_t)i * 2 * row);
 	}
 	/* free the space before and between recordings */
@@ -343,13 +331,13 @@ static void test_allocator(void **state)
 	recfs_pack_info(p, &pi);
 	assert_int_equal(pi.free, cap - 6 * row);
 	/* a sized stream takes the smallest hole that fits: the 2-row hole at 0 */
-	write_rec(p, "fit2", 9, 2 * row, 2 * row, &r);
+	twrite_rec(p, "fit2", 9, 2 * row, 2 * row, &r);
 	assert_int_equal(r.ext_start, 0);
 	/* a 4-row stream goes to the hole x2+x3 left */
-	write_rec(p, "fit4", 9, 4 * row - 5, 4 * row, &r);
+	twrite_rec(p, "fit4", 9, 4 * row - 5, 4 * row, &r);
 	assert_int_equal(r.ext_start, 4 * row);
 	/* unknown length: the largest free extent, tail returned at seal */
-	write_rec(p, "stream", 3, row + 1, 0, &big);
+	twrite_rec(p, "stream", 3, row + 1, 0, &big);
 	assert_int_equal(big.ext_start, 12 * row);
 	assert_int_equal(big.alloc_len, 2 * row);
 	recfs_pack_info(p, &pi);
@@ -390,7 +378,7 @@ static void test_corrupt_chunk(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "c", 5, 4 * CH, 0, &r);
+	twrite_rec(p, "c", 5, 4 * CH, 0, &r);
 	const struct recfs_geom *g = recfs_pack_geom(p);
 	unsigned m;
 	uint64_t mo;
@@ -412,7 +400,7 @@ static void test_replica_damage(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 3, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "keep", 4, 5 * CH + 3, 0, &r);
+	twrite_rec(p, "keep", 4, 5 * CH + 3, 0, &r);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	recfs_pack_close(p);
 	/* wipe member 0's directory and both bitmap copies: other replicas serve */
@@ -455,7 +443,7 @@ static void test_stale_member(void **state)
 	assert_int_equal(tcheck(p, &r, 7, 3 * CH + 5), 0);
 	recfs_pack_close(p);
 	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "c", 8, CH, 0, &r);
+	twrite_rec(p, "c", 8, CH, 0, &r);
 	assert_int_not_equal(r.index, b.index);
 	assert_int_equal(recfs_rec_lookup(p, "b", &r), 0);
 	assert_int_equal(tcheck(p, &r, 7, 3 * CH + 5), 0);
@@ -474,7 +462,7 @@ static void test_bad_entry_kept(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "x", 1, 2 * CH, 0, &x);
+	twrite_rec(p, "x", 1, 2 * CH, 0, &x);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	const uint64_t seed = p->pack_seed;
 	recfs_pack_close(p);
@@ -488,7 +476,7 @@ static void test_bad_entry_kept(void **state)
 	recfs_pack_info(p, &pi);
 	assert_int_equal(pi.bad_entries, 1);
 	assert_int_equal(recfs_rec_lookup(p, "x", &r), -ENOENT);
-	write_rec(p, "y", 2, CH, CH, &r);
+	twrite_rec(p, "y", 2, CH, CH, &r);
 	assert_int_not_equal(r.index, x.index);
 	assert_true(r.ext_start >= x.ext_start + x.alloc_len); /* its rows are kept too */
 	recfs_pack_close(p);
@@ -508,9 +496,9 @@ static void test_dup_uid(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "a", 1, 2 * CH, 0, &a);
-	write_rec(p, "b", 2, 2 * CH, 0, &b);
-	write_rec(p, "c", 3, CH, 0, &c);
+	twrite_rec(p, "a", 1, 2 * CH, 0, &a);
+	twrite_rec(p, "b", 2, 2 * CH, 0, &b);
+	twrite_rec(p, "c", 3, CH, 0, &c);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	const uint64_t seed = p->pack_seed;
 	recfs_pack_close(p);
@@ -539,7 +527,7 @@ static void test_dup_uid(void **state)
 	assert_int_equal(recfs_pack_dup_uid(p, &i, &r, &c), -ENOENT);
 	struct recfs_input in = {0};
 	assert_int_equal(recfs_rec_create(p, "b", &in, CH, &r), -EUCLEAN);
-	write_rec(p, "d", 4, CH, 0, &r);
+	twrite_rec(p, "d", 4, CH, 0, &r);
 	assert_int_not_equal(r.uid, a.uid);
 	assert_true(r.index > b.index); /* their indexes and rows are kept */
 	assert_true(r.ext_start >= b.ext_start + b.alloc_len);
@@ -592,7 +580,7 @@ static void test_seq_wrap_entry(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "w", 1, CH, 0, &w);
+	twrite_rec(p, "w", 1, CH, 0, &w);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	const uint64_t seed = p->pack_seed;
 	recfs_pack_close(p);

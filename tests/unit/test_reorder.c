@@ -139,14 +139,6 @@ static void pick_mask(void *ctx, unsigned member, size_t k, size_t nlog, uint64_
 		memset(keep, 1, ns);
 }
 
-static uint64_t rng(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 /* each write lost, kept or torn: a prefix of its sectors lands, or (any)
  * any subset of them */
 struct randpick {
@@ -160,7 +152,7 @@ static void pick_rand(void *ctx, unsigned member, size_t k, size_t nlog, uint64_
 {
 	struct randpick *rp = ctx;
 	size_t ns = (size_t)((off + len + RECFS_SECTOR - 1) / RECFS_SECTOR - off / RECFS_SECTOR);
-	unsigned c = (unsigned)(rng(&rp->x) % 3);
+	unsigned c = (unsigned)(trng(&rp->x) % 3);
 	(void)member, (void)k, (void)nlog;
 	if (c == 0) {
 		rp->lost++;
@@ -174,9 +166,9 @@ static void pick_rand(void *ctx, unsigned member, size_t k, size_t nlog, uint64_
 	rp->torn++;
 	if (rp->any) {
 		for (size_t j = 0; j < ns; j++)
-			keep[j] = rng(&rp->x) & 1;
+			keep[j] = trng(&rp->x) & 1;
 	} else {
-		memset(keep, 1, 1 + (size_t)(rng(&rp->x) % (ns - 1)));
+		memset(keep, 1, 1 + (size_t)(trng(&rp->x) % (ns - 1)));
 	}
 }
 
@@ -279,7 +271,7 @@ static void test_subsets(void **s)
 			sampled++;
 		for (uint64_t k = 0; k < count; k++) {
 			char what[160];
-			mp.mask = tot <= enum_max ? k : rng(&x) & (tot >= 64 ? ~0ull : (1ull << tot) - 1);
+			mp.mask = tot <= enum_max ? k : trng(&x) & (tot >= 64 ? ~0ull : (1ull << tot) - 1);
 			snprintf(what, sizeof(what), "cut before flush %llu/%llu, %zu+%zu pending, kept 0x%llx",
 				 (unsigned long long)n, (unsigned long long)nflush, pend[0], pend[1],
 				 (unsigned long long)mp.mask);
@@ -313,7 +305,7 @@ static void run_random(bool any, uint64_t dflt)
 	/* how many samples each cut gets, then one cut state at a time */
 	assert_non_null(per);
 	for (uint64_t k = 0; k < samples; k++)
-		per[1 + rng(&x) % nflush]++;
+		per[1 + trng(&x) % nflush]++;
 	for (uint64_t n = 1; n <= nflush; n++) {
 		struct tacked ack;
 		size_t pend[NM];
@@ -325,7 +317,7 @@ static void run_random(bool any, uint64_t dflt)
 		ncut++;
 		for (uint64_t k = 0; k < per[n]; k++) {
 			char what[160];
-			rp.x = rng(&x) | 1;
+			rp.x = trng(&x) | 1;
 			snprintf(what, sizeof(what),
 				 "cut before flush %llu/%llu, %zu+%zu pending, %s tears, pick seed 0x%llx",
 				 (unsigned long long)n, (unsigned long long)nflush, pend[0], pend[1],

@@ -9,18 +9,6 @@
 #define MSZ (24ull << 20)
 #define CH (64u << 10)
 
-static void write_rec(struct recfs_pack *p, const char *name, unsigned s, uint64_t len,
-		      struct recfs_rec *r)
-{
-	struct recfs_appender *a;
-
-	assert_int_equal(recfs_rec_create(p, name, NULL, len, r), 0);
-	assert_int_equal(recfs_appender_new(p, r, &a), 0);
-	assert_int_equal(tappend(a, s, 0, len), 0);
-	assert_int_equal(recfs_append_seal(a), 0);
-	recfs_appender_free(a);
-}
-
 /* Write r as generation r->seq of its entry on every member; edit, if
  * given, changes the encoded slot (the checksum is made good after). */
 static void put_entry(struct recfs_fault *f, unsigned members, const struct recfs_geom *g,
@@ -62,7 +50,7 @@ static void test_set_aside_order(void **state)
 
 	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
 	for (unsigned i = 0; i < 5; i++)
-		write_rec(p, names[i], i + 1, CH, &r[i]);
+		twrite_rec(p, names[i], i + 1, CH, CH, &r[i]);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	const uint64_t seed = p->pack_seed;
 	recfs_pack_close(p);
@@ -105,7 +93,7 @@ static void test_slot_any_replica(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "r", 3, 4 * CH + 10, &r);
+	twrite_rec(p, "r", 3, 4 * CH + 10, 4 * CH + 10, &r);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	recfs_pack_close(p);
 	uint64_t slot0 = g.csum_off + (r.ext_start / CH) * RECFS_SLOT_SIZE;
@@ -138,7 +126,7 @@ static void test_open_recording_committed(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "r", 4, 5 * CH, &r);
+	twrite_rec(p, "r", 4, 5 * CH, 5 * CH, &r);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	const uint64_t seed = p->pack_seed;
 	recfs_pack_close(p);
@@ -167,7 +155,7 @@ static void test_bitmap_copy_location(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 1, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "r", 1, CH, &r);
+	twrite_rec(p, "r", 1, CH, CH, &r);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	const uint64_t seed = p->pack_seed, seq = p->bmp_seq;
 	recfs_pack_close(p);
@@ -225,8 +213,8 @@ static void test_zero_fields_ignored(void **state)
 	(void)state;
 
 	assert_int_equal(tpack_open(f, 2, NULL, RECFS_O_RDWR, &p), 0);
-	write_rec(p, "r", 5, 2 * CH + 7, &r);
-	write_rec(p, "e", 6, 0, &e);
+	twrite_rec(p, "r", 5, 2 * CH + 7, 2 * CH + 7, &r);
+	twrite_rec(p, "e", 6, 0, 0, &e);
 	const struct recfs_geom g = *recfs_pack_geom(p);
 	const uint64_t seed = p->pack_seed;
 	recfs_pack_close(p);
