@@ -43,25 +43,28 @@ int rd_dir_info(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return 0;
 }
 
-/* status? : jive5ab's (status.cc): the status word, then the pending
- * error's number, message and time.  Bits: 0x1 ready, 0x2 an error
- * error? has not read yet (or a condition that refuses every scan),
- * 0x40 recording, 0x80 pack full (Mark5's media full). */
+/* status? : jive5ab's (status.cc): the status word, then the oldest
+ * error error? has not read: its number, message and time.  Bits: 0x1
+ * ready, 0x2 an error pending, 0x8 and 0x10 a delayed-completion command
+ * pending (jive5ab: any transfer; here recording or disk2file), 0x40
+ * recording, 0x100 and 0x1000 disk2file, 0x80 pack full (Mark5's media
+ * full).  A condition (a member failed, an input stopped, a scan recording
+ * nothing) is an error posted once when it arose (rd_watch): read by
+ * error?, it is not flagged again while it stays. */
 int rd_status(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	int rc;
 	unsigned st = RD_ST_READY;
-	rd_refresh(d);
-	const char *no = rd_refuse(d, &rc), *blind = rd_scan_blind(d, &d->cur);
+	rd_watch(d);
+	const char *no = rd_refuse(d, &rc);
+	const struct rd_err *e = rd_error_peek(d);
 	if (d->recording)
 		st |= RD_ST_RECORD;
-	if (blind)
-		st |= RD_ST_ERROR;
+	if (atomic_load(&d->d2f.active))
+		st |= RD_ST_PLAY | RD_ST_D2F;
 	if (no && !strncmp(no, "pack full", 9))
 		st |= RD_ST_FULL;
-	else if (no)
-		st |= RD_ST_ERROR;
-	if (d->err_no)
+	if (e)
 		st |= RD_ST_ERROR;
 	if (d->dialect == RD_DIALECT_MARK6) {
 		/* Mark6 cplane (Response.py, Status): its own return code and
@@ -70,42 +73,45 @@ int rd_status(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "0x%08x", st);
 		return VS_OK;
 	}
+	if (st & (RD_ST_RECORD | RD_ST_PLAY))
+		st |= RD_ST_DELAYED;
 	rd_field(o, "0x%08x", st);
-	/* a condition that refuses every scan first (it names the member),
-	 * else the error error? has not read */
-	bool cond = no && !(st & RD_ST_FULL);
-	/* then a scan recording nothing while datagrams arrive (blind) */
-	if (cond || d->err_no || blind) {
+	if (e) {
 		char t[48];
-		bool now = cond || !d->err_no;
-		rd_vsi_time(now ? rd_now_ns() : d->err_ns, t, sizeof(t));
-		rd_field(o, "%d", now ? VS_FAILED : d->err_no);
-		rd_field(o, "%s", cond ? no : d->err_no ? d->err_msg : blind);
+		rd_vsi_time(e->ns, t, sizeof(t));
+		rd_field(o, "%d", e->no);
+		rd_field(o, "%s", e->msg);
 		rd_field(o, "%s", t);
 	}
 	return VS_OK;
 }
 
-/* error? : jive5ab's (error.cc): number : message : time : (last time :
- * count, empty: recfsd keeps one error), and the error is read: status?
- * drops bit 0x2.  Empty fields when there is none. */
+/* error? : jive5ab's (error.cc): number : message : time : last time :
+ * count (the last two when it happened more than once), and the error is
+ * read: status? flags the next one, or none.  Nothing pending: five empty
+ * fields. */
 int rd_error_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	rd_refresh(d);
-	if (!d->err_no) {
-		rd_field(o, "%s", "");
-		rd_field(o, "%s", "");
-		rd_field(o, "%s", "");
-	} else {
-		char t[48];
-		rd_vsi_time(d->err_ns, t, sizeof(t));
-		rd_field(o, "%d", d->err_no);
-		rd_field(o, "%s", d->err_msg);
-		rd_field(o, "%s", t);
-		d->err_no = 0;
+	struct rd_err e;
+	rd_watch(d);
+	if (!rd_error_pop(d, &e)) {
+		for (unsigned k = 0; k < 5; k++)
+			rd_field(o, "%s", "");
+		return VS_OK;
 	}
-	rd_field(o, "%s", "");
-	rd_field(o, "%s", "");
+	char t[48];
+	rd_vsi_time(e.ns, t, sizeof(t));
+	rd_field(o, "%d", e.no);
+	rd_field(o, "%s", e.msg);
+	rd_field(o, "%s", t);
+	if (e.count > 1) {
+		rd_vsi_time(e.last_ns, t, sizeof(t));
+		rd_field(o, "%s", t);
+		rd_field(o, "%u", e.count);
+	} else {
+		rd_field(o, "%s", "");
+		rd_field(o, "%s", "");
+	}
 	return VS_OK;
 }
 

@@ -51,7 +51,7 @@ for i in 1 2 3; do
 	sleep 0.3
 	expect_reply "record? poll $i" "record?" '!record \? 0 : on : 1 : r41234_Mh_no0001 : [0-9]+ ;'
 done
-expect_reply "status? recording" "status?" '!status \? 0 : 0x00000041 ;'
+expect_reply "status? recording" "status?" '!status \? 0 : 0x00000059 ;'
 expect_reply "record=on while recording conflicts" "record=on:no0002" "!record = 6 : already recording scan 'r41234_Mh_no0001' ;"
 expect_reply "record=off" "record=off" '!record = 1 ;'
 expect_reply "record? off" "record?" '!record \? 0 : off ;'

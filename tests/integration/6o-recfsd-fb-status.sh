@@ -1,0 +1,137 @@
+#!/bin/bash
+# recfsd's status? and error? as jive5ab's error queue, driven by the FS's
+# own fb_status loop (tests/tools/mk5cn.py fb_status, ported from nvi-inc/fs
+# quikv/mk5_status.c): a scan that records nothing (udps datagrams to an
+# input without --strip 8) posts one error, at the scan's start time;
+# status? flags it (0x2) until error? reads it, and the condition, still
+# there (scan_check? still says so), is not flagged again.  fb_status ends
+# in one round with the message logged once (the old recfsd looped 11
+# times and logged -302 and -303 at every check).  status? while
+# recording: 0x59, jive5ab's bits 3 and 4 (a delayed-completion command).
+# Real UDP and TCP over loopback.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../tools/recfsd-lib.sh"
+echo "6o: the FS's fb_status against recfsd's error queue"
+
+make_members 2 64M
+check "mkfs" mkfs.recfs -q -c 256K "$PACK"
+port=$(free_port)
+check "recfsd -F vdif ready" start_recfsd -F vdif -i "a=udp:127.0.0.1:$port" --buffer 16M "$PACK"
+
+run python3 - "$(dirname "$0")/../tools" "$RD_CTL" "$port" <<'PY'
+import calendar, re, socket, struct, subprocess, sys, time
+sys.path.insert(0, sys.argv[1])
+import mk5cn
+from vsi import split
+host, cport = split(sys.argv[2])
+dport = int(sys.argv[3])
+fs = mk5cn.MK5CN(host, cport)
+fails = []
+def ok(desc, cond, info=""):
+    print(("ok: " if cond else "FAILED: ") + desc + (" (%s)" % info if not cond else ""))
+    if not cond:
+        fails.append(desc)
+def q(text):
+    return fs.send(text)[2].rstrip("\n")
+def wait(text, pred, secs=20.0):
+    end = time.monotonic() + secs
+    while True:
+        r = q(text)
+        if pred(r) or time.monotonic() > end:
+            return r
+        time.sleep(0.05)
+def vsi_unix(t):
+    """2026y328d20h40m12.3456s -> Unix seconds"""
+    m = re.fullmatch(r"(\d{4})y(\d{3})d(\d\d)h(\d\d)m(\d\d\.\d+)s", t)
+    y, d, h, mi, s = m.groups()
+    return calendar.timegm((int(y), 1, 1, 0, 0, 0)) + (int(d) - 1) * 86400 + int(h) * 3600 + int(mi) * 60 + float(s)
+
+out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+F = 1032
+def send(sec, n, udps=False):
+    for fn in range(n):
+        fr = struct.pack("<IIII", sec, fn, F // 8, 1 << 26) + bytes((fn + k) % 251 for k in range(F - 16))
+        out.sendto(struct.pack("<Q", fn) + fr if udps else fr, ("127.0.0.1", dport))
+        if fn % 50 == 49:
+            time.sleep(0.002)
+
+# idle: nothing pending, one status line, nothing logged
+lines, errs = mk5cn.fb_status(fs)
+ok("idle: fb_status logs the status alone", lines == ["fb_status/status,0x00000001"] and errs == [], (lines, errs))
+r = q("error?\n")
+ok("error? with nothing pending: jive5ab's five empty fields", r == "!error ? 0 :  :  :  :  :  ;", r)
+
+# a good scan: status? while recording has jive5ab's 0x59
+send(99, 20)
+ok("record=on:g1", q("record=on:g1\n") == "!record = 0 ;")
+send(100, 100)
+r = q("status?\n")
+ok("status? while recording: 0x59 (ready, bits 3 and 4, recording)", r == "!status ? 0 : 0x00000059 ;", r)
+ok("record=off", q("record=off\n") == "!record = 1 ;")
+lines, errs = mk5cn.fb_status(fs)
+ok("after a good scan: fb_status clean", lines == ["fb_status/status,0x00000001"] and errs == [], (lines, errs))
+
+# a blind scan: udps datagrams, 8 bytes too long each
+t0 = time.time()
+ok("record=on:b1", q("record=on:b1\n") == "!record = 0 ;")
+t1 = time.time()
+send(101, 50, udps=True)
+r = wait("status?\n", lambda r: "50 of 50" in r)
+ok("status? while b1 records nothing: 0x5b and why", re.fullmatch(
+    r"!status \? 0 : 0x0000005b : 4 : scan 'b1' recorded nothing, 50 of 50 datagrams were the wrong size "
+    r"\(1040 bytes, not 1032\) : \S+ ;", r) is not None, r)
+ok("record=off", q("record=off\n") == "!record = 1 ;")
+lines, errs = mk5cn.fb_status(fs)
+ok("fb_status: status, error, status: one round", len(lines) == 3, lines)
+ok("fb_status: the error bit first", lines[:1] == ["fb_status/status,0x00000003,error(s) pending"], lines)
+m = re.fullmatch(r"fb_status/error,4,scan 'b1' recorded nothing, 50 of 50 datagrams were the wrong size "
+                 r"\(1040 bytes, not 1032\),(\S+),,", lines[1] if len(lines) > 1 else "")
+ok("fb_status: the error as error? gives it (number, message, time, no repeat)", m is not None, lines)
+if m:
+    t = vsi_unix(m.group(1))
+    ok("the error's time is the scan's start (%.4f in [%.4f, %.4f])" % (t, t0, t1), t0 - 0.001 <= t <= t1 + 0.001)
+ok("fb_status: cleared at the end", lines[2:] == ["fb_status/status,0x00000001"], lines)
+ok("fb_status: -302 once, no -303", errs == [-302], errs)
+ok("the message logged once", sum("recorded nothing" in l for l in lines) == 1, lines)
+
+# the condition stays (scan_check? still says so), the flag does not
+r = wait("scan_check?\n", lambda r: not r.startswith("!scan_check ? 5 "))
+ok("scan_check? still reports b1 recorded nothing", r.startswith("!scan_check ? 4 : ") and "recorded nothing" in r, r)
+for k in range(3):
+    lines, errs = mk5cn.fb_status(fs)
+    ok("checkfb %d after: fb_status clean" % (k + 1), lines == ["fb_status/status,0x00000001"] and errs == [],
+       (lines, errs))
+r = q("status?\n")
+ok("status?: ready, no error fields", r == "!status ? 0 : 0x00000001 ;", r)
+r = q("error?\n")
+ok("error?: nothing pending", r == "!error ? 0 :  :  :  :  :  ;", r)
+
+# two blind scans unread: two errors, the oldest first, one fb_status round
+def drained():
+    """tests/tools/udp-lib.sh wait_drained: the socket's Recv-Q empty twice running"""
+    empty = 0
+    for _ in range(400):
+        o = subprocess.run(["ss", "-Hlun", "sport = :%d" % dport], capture_output=True, text=True).stdout
+        empty = empty + 1 if sum(int(l.split()[1]) for l in o.splitlines() if l.split()) == 0 else 0
+        if empty >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.1)
+for name, sec in (("b2", 102), ("b3", 103)):
+    ok("record=on:" + name, q("record=on:%s\n" % name) == "!record = 0 ;")
+    send(sec, 50, udps=True)
+    drained()
+    ok("record=off " + name, q("record=off\n") == "!record = 1 ;")
+lines, errs = mk5cn.fb_status(fs)
+ok("two errors: status, b2, status, b3, status", len(lines) == 5 and "'b2'" in lines[1] and "'b3'" in lines[3]
+   and lines[4] == "fb_status/status,0x00000001", lines)
+ok("two errors: -302 once", errs == [-302], errs)
+fs.close()
+sys.exit(1 if fails else 0)
+PY
+echo "$OUT"
+check "the FS's fb_status loop against recfsd" test "$RC" = 0
+stop_recfsd
+check "recfsd exits 0" test "$RD_RC" = 0
+
+finish
