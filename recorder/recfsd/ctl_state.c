@@ -185,65 +185,172 @@ int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return VS_OK;
 }
 
-int rd_net_protocol_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+/* net_protocol's numbers as jive5ab reads them (net_protocol.cc): strtol
+ * with base 0 (decimal, 0x hex, 0 octal), then an optional unit k (1024)
+ * or M (1024 * 1024) and nothing after; here strictly: digits first (no
+ * sign, no space), no overflow.  0, or -1 not a number, -2 out of range. */
+static int rd_np_num(const char *s, bool unit, uint64_t max, uint64_t *out)
 {
-	rd_field(o, "%s", rr_strip(d->st[0].r) == 8 ? "udps" : "udp");
-	rd_field(o, "%" PRIu64, rr_rcvbuf(d->st[0].r));
+	if (*s == '-' || *s == '+')
+		return *s == '-' && s[1] >= '0' && s[1] <= '9' ? -2 : -1;
+	if (*s < '0' || *s > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	uint64_t mul = 1;
+	if (unit && (*end == 'k' || *end == 'M'))
+		mul = *end++ == 'k' ? 1024 : 1024 * 1024;
+	if (*end)
+		return -1;
+	if (errno == ERANGE || v > max / mul)
+		return -2;
+	*out = v * mul;
 	return 0;
 }
 
+/* What the kernel gave input i's socket for data (it reports twice what
+ * it keeps): 0 when it cannot be read. */
+static uint64_t rd_np_have(struct rd *d, unsigned i)
+{
+	const struct rd_input *in = &d->in[i];
+	int fd = d->nsplit ? in->split.fd : rr_input_fd(d->st[in->first].r), have = 0;
+	socklen_t hl = sizeof(have);
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &have, &hl) || have < 0)
+		return 0;
+	return (uint64_t)have / 2;
+}
+
+static void rd_np_set(struct rd *d, unsigned i, int ask)
+{
+	const struct rd_input *in = &d->in[i];
+	int fd = d->nsplit ? in->split.fd : rr_input_fd(d->st[in->first].r);
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &ask, sizeof(ask)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &ask, sizeof(ask));
+}
+
+/* the socket buffer the inputs have: the least the kernel gave one */
+static uint64_t rd_np_least(struct rd *d)
+{
+	uint64_t least = UINT64_MAX;
+	for (unsigned i = 0; i < d->nin; i++) {
+		uint64_t h = rd_np_have(d, i);
+		least = h < least ? h : least;
+	}
+	return least == UINT64_MAX ? 0 : least;
+}
+
+#define RD_NP_BLOCK (128u * 1024) /* jive5ab's defaults (netparms.h) */
+#define RD_NP_NBLOCK 8u
+
+/* net_protocol? : jive5ab's PROTOCOL : SOCBUF : BLOCKSIZE : NBLOCK.  The
+ * protocol as set (jive5ab's names: udp is udps, pudp plain UDP), else
+ * what the inputs were started with; the socket buffer the kernel gave
+ * (the least over the inputs), not what was asked; the ring's BLOCKSIZE
+ * and NBLOCK as set (recfsd's ring is sized at start). */
+int rd_net_protocol_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
+{
+	rd_field(o, "%s", d->np_proto[0] ? d->np_proto : rr_strip(d->st[0].r) == 8 ? "udps" : "pudp");
+	rd_field(o, "%" PRIu64, rd_np_least(d));
+	rd_field(o, "%u", d->np_block ? d->np_block : RD_NP_BLOCK);
+	rd_field(o, "%u", d->np_nblock ? d->np_nblock : RD_NP_NBLOCK);
+	return 0;
+}
+
+/* net_protocol = [PROTOCOL] [: SOCBUF [: BLOCKSIZE [: NBLOCK]]] as jive5ab
+ * takes it (net_protocol.cc): an empty field keeps its value; a protocol
+ * not recognized or a number not a number, 6; a number out of range, 8.
+ * The protocol must match how the inputs were started (jive5ab's udp,
+ * udps and udpsnor carry the 8-byte sequence number: --strip 8; pudp is
+ * plain UDP: --strip 0), else 6.  A SOCBUF larger than the sockets have
+ * is asked of the kernel for every input at once; what it gave is read
+ * back, and when one input got less every input is put back and the
+ * answer is 8 naming it.  Nothing changes on any refusal. */
 int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (np < 1 || (strcasecmp(p[0], "udp") && strcasecmp(p[0], "udps") && strcasecmp(p[0], "udpsnor"))) {
-		rd_field(o, "recfsd receives udp (and udps, the 8-byte sequence-number prefix, as --strip 8)");
-		return np < 1 ? VS_PARAM : VS_CONFLICT;
-	}
-	/* jive5ab: PROTOCOL : SOCBUF : BLOCKSIZE : NBLOCK.  A SOCBUF within
-	 * --rcvbuf is already had, a larger one is asked of the kernel; the
-	 * ring's shape is recfsd's own */
-	static const char *const what[] = { "", "SOCBUF", "BLOCKSIZE", "NBLOCK" };
-	uint64_t v[4] = { 0 }, rcvbuf = rr_rcvbuf(d->st[0].r);
-	if (np > 4) {
+	static const char *const known[] = { "udp", "pudp", "udps", "udpsnor", "udt", "vtp", "tcp", "rtcp", "itcp", "unix" };
+	if (np < 1) {
 		rd_field(o, "net_protocol = PROTOCOL [: SOCBUF [: BLOCKSIZE [: NBLOCK]]]");
 		return VS_PARAM;
 	}
-	for (unsigned k = 1; k < np; k++)
-		if (p[k][0] && recfs_parse_bytes("net_protocol", p[k], 0, UINT64_MAX, &v[k])) {
-			rd_field(o, "net_protocol %s '%.32s' is not a size", what[k], p[k]);
-			return VS_PARAM;
-		}
-	bool udps = strcasecmp(p[0], "udp") != 0;
-	unsigned want = udps ? 8 : 0;
-	if (rr_strip(d->st[0].r) != want) {
-		rd_field(o, "inputs are bound with --strip %u; restart recfsd with --strip %u", rr_strip(d->st[0].r),
-			 want);
-		return VS_CONFLICT;
+	if (np > 4) {
+		rd_field(o, "net_protocol = PROTOCOL [: SOCBUF [: BLOCKSIZE [: NBLOCK]]]: %u fields", np);
+		return VS_PARAM;
 	}
-	/* a larger socket buffer than --rcvbuf (the FS asks 128 MB above 4
-	 * Gbit/s): grown on every input now, as far as the kernel allows */
-	if (v[1] > rcvbuf) {
-		if (v[1] > INT_MAX / 2) {
-			rd_field(o, "socket buffer at most %d bytes", INT_MAX / 2);
+	const char *proto = NULL;
+	if (p[0][0]) {
+		unsigned k = 0;
+		while (k < sizeof(known) / sizeof(known[0]) && strcasecmp(p[0], known[k]))
+			k++;
+		if (k == sizeof(known) / sizeof(known[0])) {
+			rd_field(o, "the protocol %.32s is not recognized as a valid protocol", p[0]);
+			return VS_CONFLICT;
+		}
+		if (k > 3) {
+			rd_field(o, "recfsd receives UDP: udp, udps or udpsnor (--strip 8), pudp (--strip 0), not %s",
+				 known[k]);
+			return VS_CONFLICT;
+		}
+		proto = k == 0 ? "udps" : known[k];
+		unsigned want = k == 1 ? 0 : 8;
+		if (rr_strip(d->st[0].r) != want) {
+			rd_field(o, "inputs are bound with --strip %u, %s needs --strip %u (restart recfsd with it)",
+				 rr_strip(d->st[0].r), known[k], want);
+			return VS_CONFLICT;
+		}
+	}
+	static const char *const what[] = { "", "socket buffer", "block size", "number of blocks" };
+	static const uint64_t hi[] = { 0, INT_MAX, 1u << 30, UINT32_MAX };
+	uint64_t v[4] = { 0 };
+	bool given[4] = { false };
+	for (unsigned k = 1; k < np; k++) {
+		if (!p[k][0])
+			continue;
+		int e = rd_np_num(p[k], k < 3, hi[k], &v[k]);
+		if (!e && k == 3 && !v[k])
+			e = -2;
+		if (e == -1) {
+			rd_field(o, "invalid %s '%.32s' (a number, optionally k or M)", what[k], p[k]);
+			return VS_CONFLICT;
+		}
+		if (e) {
+			rd_field(o, "%s '%.32s' out of range (%s to %" PRIu64 ")", what[k], p[k], k == 3 ? "1" : "0", hi[k]);
 			return VS_PARAM;
 		}
-		int ask = (int)v[1];
+		given[k] = true;
+	}
+	/* a larger socket buffer than the inputs have (the FS asks 128 MB
+	 * above 4 Gbit/s): grown on every input now, as far as the kernel
+	 * allows; the kernel's own figure decides */
+	if (given[1] && v[1] > rd_np_least(d)) {
+		uint64_t old[RD_MAX_INPUTS];
+		for (unsigned i = 0; i < d->nin; i++)
+			old[i] = rd_np_have(d, i);
 		for (unsigned i = 0; i < d->nin; i++) {
-			const struct rd_input *in = &d->in[i];
-			int fd = d->nsplit ? in->split.fd : rr_input_fd(d->st[in->first].r), have = 0;
-			socklen_t hl = sizeof(have);
-			if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &ask, sizeof(ask)))
-				setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &ask, sizeof(ask));
-			/* the kernel reports twice what it keeps for data */
-			if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &have, &hl) || (uint64_t)have / 2 < v[1]) {
-				rd_field(o, "input %s: the kernel gave a socket buffer of %d bytes, not %" PRIu64
-					 " (raise net.core.rmem_max, or start recfsd with --rcvbuf)",
-					 in->label, have / 2, v[1]);
-				return VS_CONFLICT;
+			if (old[i] >= v[1])
+				continue;
+			rd_np_set(d, i, (int)v[1]);
+			uint64_t have = rd_np_have(d, i);
+			if (have < v[1]) {
+				for (unsigned k = 0; k <= i; k++)
+					if (old[k] < v[1])
+						rd_np_set(d, k, (int)old[k]);
+				rd_field(o, "the kernel gives input %s a socket buffer of %" PRIu64 " bytes, not %" PRIu64
+					 " (raise net.core.rmem_max, or give recfsd CAP_NET_ADMIN)",
+					 d->in[i].label, have, v[1]);
+				return VS_PARAM;
 			}
 		}
+		uint64_t least = rd_np_least(d);
 		for (unsigned k = 0; k < d->nst; k++)
-			rr_set_rcvbuf(d->st[k].r, v[1]);
+			rr_set_rcvbuf(d->st[k].r, least);
 	}
+	if (proto)
+		snprintf(d->np_proto, sizeof(d->np_proto), "%s", proto);
+	if (given[2])
+		d->np_block = (uint32_t)(v[2] ? v[2] : RD_NP_BLOCK);
+	if (given[3])
+		d->np_nblock = (uint32_t)v[3];
 	return VS_OK;
 }
 

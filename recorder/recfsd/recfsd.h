@@ -108,6 +108,8 @@ struct rd {
 	uint32_t mtu;                   /* mtu= as the station set it (0: none) */
 	uint64_t t_stmt_ns;             /* the statement being carried out arrived
 					 * (rr_mono_ns(), before any lock) */
+	char np_proto[8];               /* net_protocol='s, jive5ab's name ("": none) */
+	uint32_t np_block, np_nblock;   /* net_protocol='s BLOCKSIZE, NBLOCK (0: none) */
 	char mode[64];                  /* mode= VDIF_..., as given ("": none) */
 	uint32_t mode_payload, mode_mbps, mode_tracks;
 	unsigned nthread_r, nthread_w;

@@ -21,11 +21,12 @@ expect_reply "mode= another data type is refused" "mode=mark5b" "!mode = 8 : mod
 expect_reply "net_protocol=udps (the sequence-number prefix stripped)" "net_protocol=udps" '!net_protocol = 0 ;'
 expect_reply "net_protocol= as FlexBuff sends it, buffer within --rcvbuf" "net_protocol=udps:32000000:256000000:4" '!net_protocol = 0 ;'
 expect_reply "net_protocol= as the FS asks above 4 Gbit/s: the socket buffer grown past --rcvbuf" "net_protocol = udpsnor : 128000000 : 256000000 : 4" '!net_protocol = 0 ;'
-expect_reply "net_protocol? the buffer grown" "net_protocol?" '!net_protocol \? 0 : udps : 128000000 ;'
-expect_reply "net_protocol= a socket buffer past what the kernel keeps" "net_protocol=udps:2G" '!net_protocol = 8 : socket buffer at most .*'
-expect_reply "net_protocol= a junk size is a parameter error" "net_protocol=udps:nan" "!net_protocol = 8 : net_protocol SOCBUF 'nan' is not a size ;"
-expect_reply "net_protocol? protocol and buffer" "net_protocol?" '!net_protocol \? 0 : udps : 128000000 ;'
-expect_reply "net_protocol=tcp is refused" "net_protocol=tcp" '!net_protocol = 6 : recfsd receives udp.*'
+expect_reply "net_protocol? jive5ab's four fields, the buffer grown" "net_protocol?" '!net_protocol \? 0 : udpsnor : 128000000 : 256000000 : 4 ;'
+expect_reply "net_protocol= a socket buffer past INT_MAX: 8" "net_protocol=udps:2048M" "!net_protocol = 8 : socket buffer '2048M' out of range \(0 to 2147483647\) ;"
+expect_reply "net_protocol= a unit jive5ab does not take: 6" "net_protocol=udps:2G" "!net_protocol = 6 : invalid socket buffer '2G' \(a number, optionally k or M\) ;"
+expect_reply "net_protocol= a junk size: 6" "net_protocol=udps:nan" "!net_protocol = 6 : invalid socket buffer 'nan' \(a number, optionally k or M\) ;"
+expect_reply "net_protocol? unchanged by the refusals" "net_protocol?" '!net_protocol \? 0 : udpsnor : 128000000 : 256000000 : 4 ;'
+expect_reply "net_protocol=tcp is refused" "net_protocol=tcp" '!net_protocol = 6 : recfsd receives UDP.*'
 expect_reply "net_port= the bound port" "net_port=$port" '!net_port = 0 ;'
 expect_reply "net_port? in jive5ab's form" "net_port?" "!net_port \\? 0 : 127\\.0\\.0\\.1@$port ;"
 expect_reply "net_port= another port is refused" "net_port=1" '!net_port = 6 : inputs are bound when recfsd starts.*'

@@ -134,4 +134,42 @@ check "the FS's fb_status loop against recfsd" test "$RC" = 0
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
 
+# --- net_protocol as jive5ab takes it, and the socket buffer the kernel
+# gave: recfsd without CAP_NET_ADMIN (the bounding set dropped), --rcvbuf
+# 1 MiB past net.core.rmem_max, so the kernel gives rmem_max (nothing
+# system-wide is changed)
+rmax=$(cat /proc/sys/net/core/rmem_max)
+ask=$((rmax + (1 << 20)))
+recfsd() { exec setpriv --bounding-set=-net_admin "$RECFS_BIN/recfsd" "$@"; }
+port=$(free_port)
+check "recfsd without CAP_NET_ADMIN, --rcvbuf $ask, ready" \
+	start_recfsd -i "x=udp:127.0.0.1:$port" --rcvbuf "$ask" --buffer 16M "$PACK"
+unset -f recfsd
+check "start: stderr says the kernel gave less than --rcvbuf, naming net.core.rmem_max" grep -q \
+	"input x: the kernel gave a socket buffer of $rmax bytes, not the $ask asked (--rcvbuf): raise net.core.rmem_max" "$RD_LOG"
+expect_reply "net_protocol? the buffer the kernel gave, jive5ab's four fields (plain UDP: pudp)" "net_protocol?" \
+	"!net_protocol \\? 0 : pudp : $rmax : 131072 : 8 ;"
+expect_reply "the FS's override, an empty PROTOCOL, within what the kernel gave: 0" "net_protocol = : $rmax" '!net_protocol = 0 ;'
+expect_reply "more than the kernel gives: 8, naming the input and rmem_max" "net_protocol = : $ask" \
+	"!net_protocol = 8 : the kernel gives input x a socket buffer of $rmax bytes, not $ask \\(raise net.core.rmem_max, or give recfsd CAP_NET_ADMIN\\) ;"
+expect_reply "net_protocol? unchanged after the refusal" "net_protocol?" "!net_protocol \\? 0 : pudp : $rmax : 131072 : 8 ;"
+expect_reply "the Mark5C line: empty PROTOCOL, k and M units" "net_protocol = : 128k : 2M : 4 ;" '!net_protocol = 0 ;'
+expect_reply "net_protocol? BLOCKSIZE 2M, NBLOCK 4, the buffer kept" "net_protocol?" "!net_protocol \\? 0 : pudp : $rmax : 2097152 : 4 ;"
+expect_reply "pudp: jive5ab's plain UDP, as started (--strip 0)" "net_protocol = pudp" '!net_protocol = 0 ;'
+expect_reply "udp is jive5ab's udps: it needs --strip 8" "net_protocol = udp" \
+	'!net_protocol = 6 : inputs are bound with --strip 0, udp needs --strip 8 \(restart recfsd with it\) ;'
+expect_reply "an unknown protocol: 6, jive5ab's reason" "net_protocol = udpx" '!net_protocol = 6 : the protocol udpx is not recognized as a valid protocol ;'
+expect_reply "a negative size: 8" "net_protocol = : -5" "!net_protocol = 8 : socket buffer '-5' out of range \\(0 to 2147483647\\) ;"
+expect_reply "junk after the number: 6" "net_protocol = : 12x" "!net_protocol = 6 : invalid socket buffer '12x' \\(a number, optionally k or M\\) ;"
+expect_reply "a unit past the end: 6" "net_protocol = : 12kk" "!net_protocol = 6 : invalid socket buffer '12kk' \\(a number, optionally k or M\\) ;"
+expect_reply "overflow: 8" "net_protocol = : 99999999999999999999999" "!net_protocol = 8 : socket buffer '9+' out of range .*"
+expect_reply "M overflowing the block size: 8" "net_protocol = : : 1025M" "!net_protocol = 8 : block size '1025M' out of range \\(0 to 1073741824\\) ;"
+expect_reply "NBLOCK 0: 8" "net_protocol = : : : 0" "!net_protocol = 8 : number of blocks '0' out of range \\(1 to 4294967295\\) ;"
+expect_reply "NBLOCK takes no unit: 6" "net_protocol = : : : 4k" "!net_protocol = 6 : invalid number of blocks '4k' \\(a number, optionally k or M\\) ;"
+expect_reply "a bad field after a good one changes nothing" "net_protocol = : : 64k : x" "!net_protocol = 6 : invalid number of blocks 'x'.*"
+expect_reply "five fields: 8" "net_protocol = pudp : 1 : 2 : 3 : 4" '!net_protocol = 8 : .*5 fields ;'
+expect_reply "no field: 8" "net_protocol =" '!net_protocol = 8 : net_protocol = PROTOCOL .*'
+expect_reply "net_protocol? unchanged by every refusal" "net_protocol?" "!net_protocol \\? 0 : pudp : $rmax : 2097152 : 4 ;"
+stop_recfsd
+check "recfsd exits 0" test "$RD_RC" = 0
 finish
