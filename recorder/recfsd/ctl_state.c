@@ -115,70 +115,89 @@ int rd_error_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return VS_OK;
 }
 
-/* mode = VDIF_<framesize>-<Mbps>-<channels>-<bits> | raw : what applies
- * to recfs is the data type (vdif checks frames and keeps a loss map). */
-/* mode? : jive5ab's layout, as the FS's fb_mode reads it (nvi-inc/fs
- * clib/mk5b_mode_util.c): mode : data type : tracks : track rate (Mbit/s)
- * : frame size, from the last mode = VDIF_<payload>-<Mbps>-<channels>-<bits>;
- * before one, the data type alone. */
+/* mode = VDIF_<payload>-<Mbps>-<channels>-<bits> | mark5b-<Mbps>-<channels>-<bits>
+ * | raw | none: what applies to recfs is the data type (vdif checks frames
+ * and keeps a loss map; a Mark5B stream is recorded as bytes, --format
+ * raw).  mode? : jive5ab's magic-mode layout (mk5bdom_mode.cc), as the
+ * FS's fb_mode reads it (nvi-inc/fs clib/mk5b_mode_util.c): mode : data
+ * type : tracks : track rate (bit/s) [: frame size, VDIF only]; before a
+ * mode, the data type alone. */
 int rd_mode_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	if (!d->mode[0]) {
 		rd_field(o, "%s", d->fmt_vdif ? "vdif" : "raw");
 		return VS_OK;
 	}
+	bool m5b = !d->fmt_vdif;
 	rd_field(o, "%s", d->mode);
-	rd_field(o, "VDIF");
+	rd_field(o, "%s", m5b ? "Mark5B" : "VDIF");
 	rd_field(o, "%u", d->mode_tracks);
-	rd_field(o, "%.6f", d->mode_tracks ? (double)d->mode_mbps / d->mode_tracks : 0.0);
-	rd_field(o, "%u", d->mode_payload + 32);
+	/* in bit/s, as jive5ab (its trackbitrate, "%.3lf"): the FS logs it
+	 * over 1e6 (mk5b_mode_util.c, mk5b_mode_2_m5 "%.6lf") */
+	rd_field(o, "%.3f", d->mode_tracks ? (double)d->mode_mbps * 1e6 / d->mode_tracks : 0.0);
+	if (!m5b)
+		rd_field(o, "%u", d->mode_frame);
 	return VS_OK;
 }
 
-/* VDIF_<payload>-<Mbps>-<channels>-<bits>, every number strict */
-static int rd_mode_vdif(const char *m, uint64_t v[4])
+/* PREFIX[<payload>-]<Mbps>-<channels>-<bits> (VDIF_ with a payload, a
+ * multiple of 8; mark5b- without, at most 64 tracks), every number
+ * strict: 0, or -1 */
+static int rd_mode_magic(const char *m, bool vdif, uint64_t v[4])
 {
 	static const uint64_t hi[4] = { 65536 - 32, 1000000, 1024, 32 };
 	static const char *const what[4] = { "payload", "Mbit/s", "channels", "bits" };
 	char buf[64];
-	if (strlen(m) >= sizeof(buf) || strncasecmp(m, "VDIF_", 5))
+	size_t pl = vdif ? 5 : 7;
+	if (strlen(m) >= sizeof(buf) || strncasecmp(m, vdif ? "VDIF_" : "mark5b-", pl))
 		return -1;
-	snprintf(buf, sizeof(buf), "%s", m + 5);
+	snprintf(buf, sizeof(buf), "%s", m + pl);
 	char *save = NULL, *t = strtok_r(buf, "-", &save);
-	for (unsigned k = 0; k < 4; k++, t = strtok_r(NULL, "-", &save))
+	for (unsigned k = vdif ? 0 : 1; k < 4; k++, t = strtok_r(NULL, "-", &save))
 		if (!t || recfs_parse_num(what[k], t, 1, hi[k], &v[k]))
 			return -1;
-	return t || v[0] % 8 ? -1 : 0;
+	if (t)
+		return -1;
+	return vdif ? (v[0] % 8 ? -1 : 0) : (v[2] * v[3] > 64 ? -1 : 0);
 }
 
 int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	if (np < 1) {
-		rd_field(o, "mode = VDIF_... or raw");
+		rd_field(o, "mode = VDIF_..., mark5b-..., raw or none");
 		return VS_PARAM;
 	}
-	bool vdif;
+	bool vdif, m5b = !strncasecmp(p[0], "mark5b-", 7);
 	uint64_t v[4] = { 0 };
 	if (!strncasecmp(p[0], "vdif", 4))
 		vdif = true;
-	else if (!strcasecmp(p[0], "raw") || !strcasecmp(p[0], "none"))
+	else if (m5b || !strcasecmp(p[0], "raw") || !strcasecmp(p[0], "none"))
 		vdif = false;
 	else {
-		rd_field(o, "mode '%.32s': recfsd records VDIF or raw streams", p[0]);
+		rd_field(o, "mode '%.32s': recfsd takes VDIF_<payload>-<Mbit/s>-<channels>-<bits>, "
+			    "mark5b-<Mbit/s>-<channels>-<bits>, raw or none", p[0]);
 		return VS_PARAM;
 	}
-	if (vdif != d->fmt_vdif) {
-		rd_field(o, "recfsd was started with --format %s; restart it to change", d->fmt_vdif ? "vdif" : "raw");
-		return VS_CONFLICT;
-	}
-	if (vdif && strcasecmp(p[0], "vdif") && rd_mode_vdif(p[0], v)) {
+	if (vdif && strcasecmp(p[0], "vdif") && rd_mode_magic(p[0], true, v)) {
 		rd_field(o, "mode '%.32s': want VDIF_<payload bytes>-<Mbit/s>-<channels>-<bits>", p[0]);
 		return VS_PARAM;
 	}
+	if (m5b && rd_mode_magic(p[0], false, v)) {
+		rd_field(o, "mode '%.32s': want mark5b-<Mbit/s>-<channels>-<bits>, at most 64 tracks", p[0]);
+		return VS_PARAM;
+	}
+	if (vdif != d->fmt_vdif) {
+		rd_field(o, "recfsd was started with --format %s, %s needs --format %s (restart recfsd with it)",
+			 d->fmt_vdif ? "vdif" : "raw", m5b ? "a Mark5B stream" : vdif ? "VDIF" : "raw",
+			 vdif ? "vdif" : "raw");
+		return VS_CONFLICT;
+	}
 	d->mode[0] = 0;
-	if (v[0]) {
+	if (v[1]) {
 		snprintf(d->mode, sizeof(d->mode), "%s", p[0]);
-		d->mode_payload = (uint32_t)v[0];
+		/* a Mark5B frame: 16 bytes of header, 10000 of data */
+		d->mode_payload = m5b ? 10000 : (uint32_t)v[0];
+		d->mode_frame = m5b ? 10016 : (uint32_t)v[0] + 32;
 		d->mode_mbps = (uint32_t)v[1];
 		d->mode_tracks = (uint32_t)(v[2] * v[3]);
 	}

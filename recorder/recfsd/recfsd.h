@@ -110,8 +110,9 @@ struct rd {
 					 * (rr_mono_ns(), before any lock) */
 	char np_proto[8];               /* net_protocol='s, jive5ab's name ("": none) */
 	uint32_t np_block, np_nblock;   /* net_protocol='s BLOCKSIZE, NBLOCK (0: none) */
-	char mode[64];                  /* mode= VDIF_..., as given ("": none) */
+	char mode[64];                  /* mode= VDIF_... or mark5b-..., as given ("": none) */
 	uint32_t mode_payload, mode_mbps, mode_tracks;
+	uint32_t mode_frame;            /* its frame: VDIF payload + 32, Mark5B 10016 */
 	unsigned nthread_r, nthread_w;
 	uint64_t tstat_ns, tstat_rx, tstat_wr; /* tstat?'s last sample */
 	/* disk2file: one copy at a time, in a thread of its own (ctl_d2f.c) */

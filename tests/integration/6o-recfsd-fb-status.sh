@@ -172,4 +172,81 @@ expect_reply "no field: 8" "net_protocol =" '!net_protocol = 8 : net_protocol = 
 expect_reply "net_protocol? unchanged by every refusal" "net_protocol?" "!net_protocol \\? 0 : pudp : $rmax : 2097152 : 4 ;"
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
+
+# --- a Mark5B station: the FS's fb_mode for a mark5b source
+# (clib/mk5b_mode_util.c, quikv/mk5b_mode.c): mode, mtu, net_protocol,
+# nthread, recorded as bytes (--format raw, as jive5ab records Mark5B on a
+# FlexBuff); each 10016-byte frame in two 5008-byte datagrams with the
+# udpsnor sequence number
+port=$(free_port)
+check "recfsd raw, --strip 8, ready" start_recfsd -S 8 -i "udp:127.0.0.1:$port" --buffer 16M "$PACK"
+run python3 - "$(dirname "$0")/../tools" "$RD_CTL" "$port" "$T_DIR/m5b.want" <<'PY'
+import socket, struct, sys, time
+sys.path.insert(0, sys.argv[1])
+import mk5cn
+from vsi import split
+host, cport = split(sys.argv[2])
+fs = mk5cn.MK5CN(host, cport)
+fails = []
+def ok(desc, cond, info=""):
+    print(("ok: " if cond else "FAILED: ") + desc + (" (%s)" % info if not cond else ""))
+    if not cond:
+        fails.append(desc)
+def txn(text, want_rc, desc):
+    ip2, rc, r = fs.send(text)
+    ok(desc + ": rc %d" % want_rc, rc == want_rc and ip2 == (0 if want_rc in (0, 1) else -900 - want_rc), r)
+    return r.rstrip("\n")
+txn("mode = mark5b-2048-16-2 ; \n", 0, "fb_mode: mode = mark5b-2048-16-2")
+r = txn("mode?\n", 0, "mode?")
+m = mk5cn.parse_mode(r)
+ok("mode? as the FS parses it: the mode, Mark5B, 32 tracks, 64 Mbit/s a track in bit/s, no frame size",
+   m == dict(magic="mark5b-2048-16-2", format="Mark5B", tracks=32, tbitrate=64e6), (m, r))
+ok("mode? jive5ab's magic-mode layout", r == "!mode ? 0 : mark5b-2048-16-2 : Mark5B : 32 : 64000000.000 ;", r)
+txn("mtu = 6000 ; \n", 0, "fb_mode: mtu")
+txn("net_protocol = udpsnor : 64000000 : 256000000 : 4 ;\n", 0, "fb_mode: net_protocol")
+txn("record = nthread : : 2 ;\n", 0, "fb_mode: nthread")
+r = txn("rtime?\n", 0, "rtime?")
+ok("rtime? names Mark5B and the rate on the wire (2048 x 10016/10000)", " : Mark5B : 32 : 0MHz : 2051.277Mbps ;" in r, r)
+txn("mode = mark5b-2048-x-2 ;\n", 8, "a malformed Mark5B mode")
+txn("mode = mark5b-2048-64-2 ;\n", 8, "128 tracks: more than Mark5B's 64")
+txn("mode = VDIF_8000-2048-16-2 ;\n", 6, "a VDIF mode on a raw recfsd")
+r = txn("mode?\n", 0, "mode? after the refusals")
+ok("mode? unchanged by the refusals", r == "!mode ? 0 : mark5b-2048-16-2 : Mark5B : 32 : 64000000.000 ;", r)
+txn("record = on : m5b_scan ;\n", 0, "record=on")
+out = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+want, seq = b"", 0
+for fn in range(40):
+    fr = struct.pack("<IIII", 0xABADDEED, fn, 0x12345, 0) + bytes((fn * 3 + k) % 251 for k in range(10000))
+    want += fr
+    for half in (fr[:5008], fr[5008:]):
+        out.sendto(struct.pack("<Q", seq) + half, ("127.0.0.1", int(sys.argv[3])))
+        seq += 1
+    if fn % 10 == 9:
+        time.sleep(0.002)
+open(sys.argv[4], "wb").write(want)
+for _ in range(400):
+    r = fs.send("record?\n")[2]
+    if r.rstrip(" ;\n").endswith(" %d" % len(want)):
+        break
+    time.sleep(0.05)
+ok("record? counts every byte", r.rstrip(" ;\n").endswith(" %d" % len(want)), r)
+txn("record = off : m5b_scan ;\n", 1, "record=off")
+fs.close()
+sys.exit(1 if fails else 0)
+PY
+echo "$OUT"
+check "the FS's fb_mode for a Mark5B source, and a scan" test "$RC" = 0
+stop_recfsd
+check "recfsd exits 0" test "$RD_RC" = 0
+recfs cat "$PACK" m5b_scan >"$T_DIR/m5b.got" 2>"$T_DIR/cat.err"
+check "m5b_scan holds the Mark5B frames exactly ($(stat -c %s "$T_DIR/m5b.got") bytes)" cmp "$T_DIR/m5b.got" "$T_DIR/m5b.want"
+
+# a VDIF recfsd refuses a Mark5B mode, saying why
+port=$(free_port)
+check "recfsd -F vdif ready" start_recfsd -F vdif -i "udp:127.0.0.1:$port" --buffer 16M "$PACK"
+expect_reply "mode=mark5b-... on a VDIF recfsd: 6, what to restart with" "mode = mark5b-2048-16-2" \
+	'!mode = 6 : recfsd was started with --format vdif, a Mark5B stream needs --format raw \(restart recfsd with it\) ;'
+expect_reply "mode? unchanged" "mode?" '!mode \? 0 : vdif ;'
+stop_recfsd
+check "recfsd exits 0" test "$RD_RC" = 0
 finish

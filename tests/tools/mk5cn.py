@@ -163,7 +163,8 @@ def parse_record(reply):
 
 def parse_mode(reply):
     """clib/mk5b_mode_util.c m5_2_mk5b_mode, a magic (VDIF_...) source:
-    magic, format, tracks, track bit rate, frame size."""
+    magic, format, tracks, track bit rate (bit/s: mk5b_mode_2_m5 logs it
+    over 1e6), frame size."""
     f = _fields(reply)
     out = {}
     for i, v in enumerate(f, 1):
