@@ -209,8 +209,10 @@ void rd_watch(struct rd *d)
 				 s.err_member >= 0 ? recfs_pack_dev(d->p, (unsigned)s.err_member)->path : "writer");
 			rd_error(d, VS_FAILED, msg);
 		}
-		if (s.eof && !(d->st_posted[i] & RD_POSTED_EOF)) {
-			d->st_posted[i] |= RD_POSTED_EOF;
+		/* an input's lanes end together: once per input */
+		unsigned first = d->in[d->st[i].input].first;
+		if (s.eof && !(d->st_posted[first] & RD_POSTED_EOF)) {
+			d->st_posted[first] |= RD_POSTED_EOF;
 			snprintf(msg, sizeof(msg), "input %s stopped: %s", d->in[d->st[i].input].label,
 				 s.in_err[0] ? s.in_err : "receiver ended");
 			rd_error(d, VS_FAILED, msg);
