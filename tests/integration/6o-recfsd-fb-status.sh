@@ -134,6 +134,30 @@ check "the FS's fb_status loop against recfsd" test "$RC" = 0
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
 
+# --- the same error twice unread counts as one, as jive5ab's queue:
+# error? gives its first and last time and the count.  Two scans with
+# three VDIF threads arriving and datastreams {thread} over 2 lanes: each
+# record=on posts "1 recording past the 2 lanes"
+port=$(free_port)
+check "recfsd --lanes 2 ready" start_recfsd -F vdif --lanes 2 -i "udp:127.0.0.1:$port" --buffer 16M "$PACK"
+expect_reply "datastream {thread} over threads 0-2" "datastream=add:{thread}:0-2" '!datastream = 0 ;'
+python3 - "$port" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for th in (0, 1, 2):
+    s.sendto(struct.pack("<IIII", 1, 0, 1032 // 8, 1 << 26 | th << 16) + bytes(1016), ("127.0.0.1", int(sys.argv[1])))
+PY
+check "three threads seen" wait_drained "$port"
+for c in c1 c2; do
+	expect_reply "$c: record=on (recorded without the third thread)" "record=on:$c" '!record = 0 ;'
+	expect_reply "$c: record=off" "record=off" '!record = 1 ;'
+done
+expect_reply "error?: the error once, its first and last time, count 2" "error?" \
+	"!error \\? 0 : 4 : datastreams, 1 recording past the 2 lanes reserved \\(--lanes\\), from 'ds2', their frames are dropped : [0-9ydhms.]+ : [0-9ydhms.]+ : 2 ;"
+expect_reply "status?: nothing more pending" "status?" '!status \? 0 : 0x00000001 ;'
+stop_recfsd
+check "recfsd exits 0" test "$RD_RC" = 0
+
 # --- net_protocol as jive5ab takes it, and the socket buffer the kernel
 # gave: recfsd without CAP_NET_ADMIN (the bounding set dropped), --rcvbuf
 # 1 MiB past net.core.rmem_max, so the kernel gives rmem_max (nothing
