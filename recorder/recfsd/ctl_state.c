@@ -287,7 +287,8 @@ int rd_net_protocol_q(struct rd *d, unsigned np, char *const *p, struct rd_out *
  * answer is 8 naming it.  Nothing changes on any refusal. */
 int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	static const char *const known[] = { "udp", "pudp", "udps", "udpsnor", "udt", "vtp", "tcp", "rtcp", "itcp", "unix" };
+	static const char *const known[] = { "udp", "pudp", "udps", "udpsnor", "udt",
+					     "vtp", "tcp", "rtcp", "itcp", "unix" };
 	if (np < 1) {
 		rd_field(o, "net_protocol = PROTOCOL [: SOCBUF [: BLOCKSIZE [: NBLOCK]]]");
 		return VS_PARAM;
@@ -333,7 +334,8 @@ int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 			return VS_CONFLICT;
 		}
 		if (e) {
-			rd_field(o, "%s '%.32s' out of range (%s to %" PRIu64 ")", what[k], p[k], k == 3 ? "1" : "0", hi[k]);
+			rd_field(o, "%s '%.32s' out of range (%s to %" PRIu64 ")", what[k], p[k], k == 3 ? "1" : "0",
+				 hi[k]);
 			return VS_PARAM;
 		}
 		given[k] = true;
@@ -354,8 +356,8 @@ int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 				for (unsigned k = 0; k <= i; k++)
 					if (old[k] < v[1])
 						rd_np_set(d, k, (int)old[k]);
-				rd_field(o, "the kernel gives input %s a socket buffer of %" PRIu64 " bytes, not %" PRIu64
-					 " (raise net.core.rmem_max, or give recfsd CAP_NET_ADMIN)",
+				rd_field(o, "the kernel gives input %s a socket buffer of %" PRIu64
+					    " bytes, not %" PRIu64 " (raise net.core.rmem_max, or give recfsd CAP_NET_ADMIN)",
 					 d->in[i].label, have, v[1]);
 				return VS_PARAM;
 			}
