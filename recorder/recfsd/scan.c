@@ -240,7 +240,9 @@ void rd_tick(struct rd *d)
 int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit, int64_t start_unix)
 {
 	int rc;
-	rd_refresh(d);
+	/* the last scan's conditions are posted before it stops being the
+	 * last (a blind scan followed at once by the next record=on) */
+	rd_watch(d);
 	if (d->recording) {
 		snprintf(d->why, sizeof(d->why), "already recording scan '%s'", d->cur.name);
 		return VS_CONFLICT;
