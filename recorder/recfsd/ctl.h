@@ -14,8 +14,11 @@
 /* status? bits, after Mark5/jive5ab's status word */
 #define RD_ST_READY 0x1u
 #define RD_ST_ERROR 0x2u
+#define RD_ST_DELAYED 0x18u     /* bits 3 and 4: a delayed-completion command pending */
 #define RD_ST_RECORD 0x40u
 #define RD_ST_FULL 0x80u
+#define RD_ST_PLAY 0x100u
+#define RD_ST_D2F 0x1000u
 
 struct rd_out {
 	char *buf;

@@ -92,7 +92,7 @@ int rd_input_stream_q(struct rd *d, unsigned np, char *const *p, struct rd_out *
 		rd_input_iface(addr, ifn, sizeof(ifn));
 		rd_field(o, "%s", in->label);
 		rd_field(o, "%s", d->fmt_vdif ? "vdif" : "raw");
-		rd_field(o, "%u", d->mode[0] ? d->mode_payload + 32 : 0);
+		rd_field(o, "%u", d->mode[0] ? d->mode_frame : 0);
 		rd_field(o, "%u", 42 + strip);
 		rd_field(o, "%u", strip == 8 ? 42 : 0);
 		rd_field(o, "%s", ifn);

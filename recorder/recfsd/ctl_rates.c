@@ -208,14 +208,14 @@ int rd_rtime_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	if (d->dialect == RD_DIALECT_MARK6)
 		return rd_rtime_mark6(d, np, p, free_b, cap, o);
 	/* the rate on the wire: payload rate times frame over payload */
-	double bps = d->mode[0] ? (double)d->mode_mbps * 1e6 * (d->mode_payload + 32) / d->mode_payload : 0;
+	double bps = d->mode[0] ? (double)d->mode_mbps * 1e6 * d->mode_frame / d->mode_payload : 0;
 	if (bps > 0)
 		rd_field(o, "%.3fs", free_b * 8 / bps);
 	else
 		rd_field(o, "<unknown> (no mode set yet)");
 	rd_field(o, "%.3fGB", free_b / 1e9);
 	rd_field(o, "%.2f%%", cap > 0 ? free_b * 100 / cap : 0.0);
-	rd_field(o, "%s", d->mode[0] ? "VDIF" : d->fmt_vdif ? "vdif" : "raw");
+	rd_field(o, "%s", d->mode[0] ? (d->fmt_vdif ? "VDIF" : "Mark5B") : d->fmt_vdif ? "vdif" : "raw");
 	rd_field(o, "%u", d->mode[0] ? d->mode_tracks : 0);
 	rd_field(o, "0MHz");
 	if (bps > 0)

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -469,6 +470,19 @@ static int rd_streams_setup(struct rd *d, const struct rd_args *a)
 				return -1;
 			}
 		}
+	}
+	/* the socket buffer the kernel gave each input (it reports twice
+	 * what it keeps): less than --rcvbuf without CAP_NET_ADMIN beyond
+	 * net.core.rmem_max; net_protocol? reports the same figure */
+	for (unsigned i = 0; i < d->nin; i++) {
+		struct rd_input *in = &d->in[i];
+		int fd = d->nsplit ? in->split.fd : rr_input_fd(d->st[in->first].r), have = 0;
+		socklen_t hl = sizeof(have);
+		if (fd >= 0 && !getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &have, &hl) && (uint64_t)have / 2 < a->eo.rcvbuf)
+			fprintf(stderr,
+				PROG ": input %s: the kernel gave a socket buffer of %d bytes, not the %" PRIu64
+				     " asked (--rcvbuf): raise net.core.rmem_max, or give recfsd CAP_NET_ADMIN\n",
+				in->label, have / 2, a->eo.rcvbuf);
 	}
 	/* --split's threads are the datastreams until the station sets its
 	 * own; the receivers start with their map */

@@ -16,6 +16,7 @@
 
 #define RD_MAX_INPUTS 8
 #define RD_MAX_STREAMS 32
+#define RD_ERRQ 32 /* errors kept for error? */
 
 /* A stream (a lane): one engine (ring, writer, committer) and one
  * recording a scan.  An input feeds one stream, or with --split or --lanes
@@ -107,8 +108,11 @@ struct rd {
 	uint32_t mtu;                   /* mtu= as the station set it (0: none) */
 	uint64_t t_stmt_ns;             /* the statement being carried out arrived
 					 * (rr_mono_ns(), before any lock) */
-	char mode[64];                  /* mode= VDIF_..., as given ("": none) */
+	char np_proto[8];               /* net_protocol='s, jive5ab's name ("": none) */
+	uint32_t np_block, np_nblock;   /* net_protocol='s BLOCKSIZE, NBLOCK (0: none) */
+	char mode[64];                  /* mode= VDIF_... or mark5b-..., as given ("": none) */
 	uint32_t mode_payload, mode_mbps, mode_tracks;
+	uint32_t mode_frame;            /* its frame: VDIF payload + 32, Mark5B 10016 */
 	unsigned nthread_r, nthread_w;
 	uint64_t tstat_ns, tstat_rx, tstat_wr; /* tstat?'s last sample */
 	/* disk2file: one copy at a time, in a thread of its own (ctl_d2f.c) */
@@ -132,11 +136,24 @@ struct rd {
 	/* replies to the queries both dialects have (record?, status?, rtime?) */
 	enum rd_dialect { RD_DIALECT_JIVE5AB, RD_DIALECT_MARK6 } dialect;
 	uint64_t bytes0;                /* bytes recorded before the open scan */
-	/* the error status? flags until error? reads it (jive5ab's error queue of one) */
-	int err_no;                     /* 0: none */
-	char err_msg[384];
-	uint64_t err_ns;
+	/* jive5ab's error queue (errorqueue.cc): status? flags the oldest
+	 * (bit 0x2) until error? reads it; the same number and message again
+	 * counts as one error (count, last_ns).  A condition (a blind scan, a
+	 * member failed, an input stopped) posts once, when it arises. */
+	struct rd_err {
+		int no;                 /* a VSI-S code, never 0 */
+		char msg[384];
+		uint64_t ns, last_ns;   /* wall clock: first and last time */
+		unsigned count;
+		uint64_t key;           /* a condition's: updated in place (0: none) */
+	} errq[RD_ERRQ];
+	unsigned nerr;
+	uint64_t err_dropped;           /* the oldest, when the queue was full */
+	uint64_t blind_posted;          /* the scan whose blindness was posted */
+	uint8_t st_posted[RD_MAX_STREAMS]; /* RD_POSTED_*: a stream's conditions posted */
 };
+#define RD_POSTED_FAIL 1u
+#define RD_POSTED_EOF 2u
 
 /* scan.c: the scan model */
 void rd_rec_name(const struct rd *d, const char *base, unsigned k, char *out, size_t len);
@@ -149,6 +166,9 @@ void rd_line_end(struct rd *d);
 const char *rd_scan_blind(struct rd *d, const struct rd_scan *sc);
 bool rd_name_taken(struct rd *d, const char *name);
 void rd_error(struct rd *d, int no, const char *msg);
+const struct rd_err *rd_error_peek(struct rd *d);
+bool rd_error_pop(struct rd *d, struct rd_err *e);
+void rd_watch(struct rd *d);
 void rd_tick(struct rd *d);
 /* ds.c: the datastreams onto the lanes for the next scan (sets each
  * stream's sfx and used; with maps, each input's map for segment seg).  0,

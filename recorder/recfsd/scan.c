@@ -127,12 +127,97 @@ bool rd_name_taken(struct rd *d, const char *name)
 	return false;
 }
 
+/* Post an error on jive5ab's queue (errorqueue.cc): one already there
+ * with the same number and message counts again (its last time, its
+ * count); a condition's (key) has its message brought up to date while
+ * unread.  Full: the oldest goes.  Under d->lock. */
+static void rd_error_at(struct rd *d, int no, const char *msg, uint64_t ns, uint64_t key)
+{
+	for (unsigned i = 0; i < d->nerr; i++) {
+		struct rd_err *e = &d->errq[i];
+		if (key && e->key == key) {
+			snprintf(e->msg, sizeof(e->msg), "%s", msg);
+			return;
+		}
+		if (e->no == no && !strcmp(e->msg, msg)) {
+			e->count++;
+			e->last_ns = ns;
+			return;
+		}
+	}
+	if (d->nerr == RD_ERRQ) {
+		memmove(&d->errq[0], &d->errq[1], (RD_ERRQ - 1) * sizeof(d->errq[0]));
+		d->nerr--;
+		d->err_dropped++;
+	}
+	struct rd_err *e = &d->errq[d->nerr++];
+	e->no = no;
+	snprintf(e->msg, sizeof(e->msg), "%s", msg);
+	e->ns = e->last_ns = ns;
+	e->count = 1;
+	e->key = key;
+}
+
 /* The error status? flags (bit 0x2) until error? reads it.  Under d->lock. */
 void rd_error(struct rd *d, int no, const char *msg)
 {
-	d->err_no = no;
-	snprintf(d->err_msg, sizeof(d->err_msg), "%s", msg);
-	d->err_ns = rd_wall_ns();
+	rd_error_at(d, no, msg, rd_wall_ns(), 0);
+}
+
+/* The oldest error not yet read (status?), or NULL.  Under d->lock. */
+const struct rd_err *rd_error_peek(struct rd *d)
+{
+	return d->nerr ? &d->errq[0] : NULL;
+}
+
+/* Read and clear the oldest error (error?): false when none.  Under d->lock. */
+bool rd_error_pop(struct rd *d, struct rd_err *e)
+{
+	if (!d->nerr)
+		return false;
+	*e = d->errq[0];
+	memmove(&d->errq[0], &d->errq[1], (d->nerr - 1) * sizeof(d->errq[0]));
+	d->nerr--;
+	return true;
+}
+
+/* The conditions that post an error once, when they arise (ten times a
+ * second from rd_tick, and before status? and error? answer): the open
+ * scan's streams stopping by themselves (rd_refresh), the last scan
+ * recording nothing (blind: at the scan's start time, its message kept up
+ * to date while unread), a member failing, an input stopping.  A
+ * condition that stays is not posted again.  Under d->lock. */
+void rd_watch(struct rd *d)
+{
+	rd_refresh(d);
+	const char *blind = rd_scan_blind(d, &d->cur);
+	if (blind && d->blind_posted != d->cur.no) {
+		d->blind_posted = d->cur.no;
+		rd_error_at(d, VS_FAILED, blind, d->cur.t_on_ns, d->cur.no);
+	} else if (blind) { /* its counts grow: the message, while unread */
+		for (unsigned i = 0; i < d->nerr; i++)
+			if (d->errq[i].key == d->cur.no)
+				snprintf(d->errq[i].msg, sizeof(d->errq[i].msg), "%s", blind);
+	}
+	for (unsigned i = 0; i < d->nst; i++) {
+		struct rr_stats s;
+		char msg[sizeof(d->why)];
+		rr_stats(d->st[i].r, &s);
+		if (s.wr_failed && !(d->st_posted[i] & RD_POSTED_FAIL)) {
+			d->st_posted[i] |= RD_POSTED_FAIL;
+			snprintf(msg, sizeof(msg), "member I/O error: no more scans on this pack (%s)",
+				 s.err_member >= 0 ? recfs_pack_dev(d->p, (unsigned)s.err_member)->path : "writer");
+			rd_error(d, VS_FAILED, msg);
+		}
+		/* an input's lanes end together: once per input */
+		unsigned first = d->in[d->st[i].input].first;
+		if (s.eof && !(d->st_posted[first] & RD_POSTED_EOF)) {
+			d->st_posted[first] |= RD_POSTED_EOF;
+			snprintf(msg, sizeof(msg), "input %s stopped: %s", d->in[d->st[i].input].label,
+				 s.in_err[0] ? s.in_err : "receiver ended");
+			rd_error(d, VS_FAILED, msg);
+		}
+	}
 }
 
 /* Ten times a second from main: a scan given a duration (Mark6's record
@@ -140,6 +225,7 @@ void rd_error(struct rd *d, int no, const char *msg)
 void rd_tick(struct rd *d)
 {
 	pthread_mutex_lock(&d->lock);
+	rd_watch(d);
 	if (d->recording && d->stop_at_ns && rd_wall_ns() >= d->stop_at_ns) {
 		d->stop_at_ns = 0;
 		if (rd_scan_stop(d))
@@ -154,7 +240,9 @@ void rd_tick(struct rd *d)
 int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t size_limit, int64_t start_unix)
 {
 	int rc;
-	rd_refresh(d);
+	/* the last scan's conditions are posted before it stops being the
+	 * last (a blind scan followed at once by the next record=on) */
+	rd_watch(d);
 	if (d->recording) {
 		snprintf(d->why, sizeof(d->why), "already recording scan '%s'", d->cur.name);
 		return VS_CONFLICT;
@@ -197,12 +285,12 @@ int rd_scan_start(struct rd *d, const char *name, const char *label, uint64_t si
 	if (d->nsplit)
 		rd_ds_plan(d, true, next, NULL, 0);
 	if (dsbad) { /* recorded all the same: status? and error? say what is dropped */
-		char msg[sizeof(d->err_msg)];
+		char msg[sizeof(d->errq[0].msg)];
 		snprintf(msg, sizeof(msg), "%.340s, their frames are dropped", dswhy);
 		rd_error(d, VS_FAILED, msg);
 	}
 	if (d->plan_none[0]) { /* the FS's ds{thread} before the backend sends */
-		char msg[sizeof(d->err_msg)];
+		char msg[sizeof(d->errq[0].msg)];
 		snprintf(msg, sizeof(msg),
 			 "datastreams take no frame input %s received in the last 10 s, scan '%.64s' records nothing on it",
 			 d->plan_none, name);

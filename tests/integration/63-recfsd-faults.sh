@@ -68,7 +68,7 @@ recfs-play -q --gen counter --udp "127.0.0.1:$pa" --rate 20M --duration 60 &
 pida=$!
 cleanup_add "kill $pida"
 check "two: status? reports the fast stream full while the slow one records" \
-	wait_reply "status?" "!status \\? 0 : 0x00000043 : 4 : pack full. scan 'two_a' stopped : [0-9ydhms.]+ ;" 150
+	wait_reply "status?" "!status \\? 0 : 0x0000005b : 4 : pack full. scan 'two_a' stopped : [0-9ydhms.]+ ;" 150
 expect_reply "two: record? still on" "record?" '!record \? 0 : on : 1 : two : [0-9]+ ;'
 expect_reply "two: record=off answers 4, naming the stream that stopped" "record=off" "!record = 4 : pack full. scan 'two_a' stopped ;"
 kill "$pida" "$pidb" 2>/dev/null; wait "$pida" "$pidb" 2>/dev/null
@@ -101,9 +101,18 @@ ppid=$!
 cleanup_add "kill $ppid"
 expect_reply "eio: record=on" "record=on:broken" '!record = 0 ;'
 check "eio: the scan halts on the member error" wait_reply "record?" '!record \? 0 : halted : 1 : broken : [0-9]+ : member write error.*' 100
-expect_reply "eio: status? names the member" "status?" "!status \\? 0 : 0x00000003 : 4 : member I/O error.*$SMALL/m1.img.*"
+expect_reply "eio: status? flags an error (the member's, or the scan's halt)" "status?" \
+	"!status \\? 0 : 0x0000000[23] : 4 : member (I/O error.*$SMALL/m1.img|write error).*"
 expect_reply "eio: record=off answers 4" "record=off" '!record = 4 : member write error.*'
+# each condition posted once: error? reads them, the failed member is
+# then not flagged again (the FS's fb_status ends), scans still refused
+e1=$(vsi "error?") e2=$(vsi "error?") e3=$(vsi "error?")
+check "eio: error? reads the member's failure, naming it ($e1 / $e2)" grep -qF "member I/O error. no more scans on this pack ($SMALL/m1.img)" <<<"$e1$e2"
+check "eio: and the scan's halt ($e1 / $e2)" grep -q "member write error.*scan 'broken' stopped" <<<"$e1$e2"
+check "eio: then nothing pending ($e3)" test "$e3" = '!error ? 0 :  :  :  :  :  ;'
+expect_reply "eio: status? no longer flags the error" "status?" '!status \? 0 : 0x00000001 ;'
 expect_reply "eio: further scans are refused" "record=on:again" '!record = 4 : member I/O error.*'
+expect_reply "eio: the refusal posts nothing" "status?" '!status \? 0 : 0x00000001 ;'
 check "eio: metrics scraped after the error" curl -sf -o "$T_DIR/eio.metrics" "http://$RD_MX/metrics"
 errs() { grep "^recfsd_member_write_errors_total{member=\"$1\"" "$T_DIR/eio.metrics" | awk "{print \$NF}"; }
 check "eio: the metrics count the failed member's write errors ($(errs 1))" test "$(errs 1)" -ge 1

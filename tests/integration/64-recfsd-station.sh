@@ -15,17 +15,18 @@ check "recfsd ready (vdif, udps: --strip 8)" start_recfsd -F vdif -S 8 -i "udp:1
 ver=$(recfsd --version | awk '{print $2}')
 expect_reply "version?" "version?" "!version \\? 0 : recfsd : $ver ;"
 expect_reply "mode= VDIF as configured" "mode = VDIF_8000-512-16-2" '!mode = 0 ;'
-expect_reply "mode? in jive5ab's layout: mode, type, tracks, track rate, frame size" "mode?" '!mode \? 0 : VDIF_8000-512-16-2 : VDIF : 32 : 16.000000 : 8032 ;'
+expect_reply "mode? in jive5ab's layout: mode, type, tracks, track rate, frame size" "mode?" '!mode \? 0 : VDIF_8000-512-16-2 : VDIF : 32 : 16000000.000 : 8032 ;'
 expect_reply "mode= a malformed VDIF mode" "mode = VDIF_8000-512-x-2" "!mode = 8 : mode 'VDIF_8000-512-x-2'. want VDIF_<payload bytes>-<Mbit/s>-<channels>-<bits> ;"
-expect_reply "mode= another data type is refused" "mode=mark5b" "!mode = 8 : mode 'mark5b'. recfsd records VDIF or raw streams ;"
+expect_reply "mode= another data type is refused" "mode=mark5b" "!mode = 8 : mode 'mark5b'. recfsd takes VDIF_<payload>-<Mbit/s>-<channels>-<bits>, mark5b-<Mbit/s>-<channels>-<bits>, raw or none ;"
 expect_reply "net_protocol=udps (the sequence-number prefix stripped)" "net_protocol=udps" '!net_protocol = 0 ;'
 expect_reply "net_protocol= as FlexBuff sends it, buffer within --rcvbuf" "net_protocol=udps:32000000:256000000:4" '!net_protocol = 0 ;'
 expect_reply "net_protocol= as the FS asks above 4 Gbit/s: the socket buffer grown past --rcvbuf" "net_protocol = udpsnor : 128000000 : 256000000 : 4" '!net_protocol = 0 ;'
-expect_reply "net_protocol? the buffer grown" "net_protocol?" '!net_protocol \? 0 : udps : 128000000 ;'
-expect_reply "net_protocol= a socket buffer past what the kernel keeps" "net_protocol=udps:2G" '!net_protocol = 8 : socket buffer at most .*'
-expect_reply "net_protocol= a junk size is a parameter error" "net_protocol=udps:nan" "!net_protocol = 8 : net_protocol SOCBUF 'nan' is not a size ;"
-expect_reply "net_protocol? protocol and buffer" "net_protocol?" '!net_protocol \? 0 : udps : 128000000 ;'
-expect_reply "net_protocol=tcp is refused" "net_protocol=tcp" '!net_protocol = 6 : recfsd receives udp.*'
+expect_reply "net_protocol? jive5ab's four fields, the buffer grown" "net_protocol?" '!net_protocol \? 0 : udpsnor : 128000000 : 256000000 : 4 ;'
+expect_reply "net_protocol= a socket buffer past INT_MAX: 8" "net_protocol=udps:2048M" "!net_protocol = 8 : socket buffer '2048M' out of range \(0 to 2147483647\) ;"
+expect_reply "net_protocol= a unit jive5ab does not take: 6" "net_protocol=udps:2G" "!net_protocol = 6 : invalid socket buffer '2G' \(a number, optionally k or M\) ;"
+expect_reply "net_protocol= a junk size: 6" "net_protocol=udps:nan" "!net_protocol = 6 : invalid socket buffer 'nan' \(a number, optionally k or M\) ;"
+expect_reply "net_protocol? unchanged by the refusals" "net_protocol?" '!net_protocol \? 0 : udpsnor : 128000000 : 256000000 : 4 ;'
+expect_reply "net_protocol=tcp is refused" "net_protocol=tcp" '!net_protocol = 6 : recfsd receives UDP.*'
 expect_reply "net_port= the bound port" "net_port=$port" '!net_port = 0 ;'
 expect_reply "net_port? in jive5ab's form" "net_port?" "!net_port \\? 0 : 127\\.0\\.0\\.1@$port ;"
 expect_reply "net_port= another port is refused" "net_port=1" '!net_port = 6 : inputs are bound when recfsd starts.*'
@@ -51,7 +52,7 @@ for i in 1 2 3; do
 	sleep 0.3
 	expect_reply "record? poll $i" "record?" '!record \? 0 : on : 1 : r41234_Mh_no0001 : [0-9]+ ;'
 done
-expect_reply "status? recording" "status?" '!status \? 0 : 0x00000041 ;'
+expect_reply "status? recording" "status?" '!status \? 0 : 0x00000059 ;'
 expect_reply "record=on while recording conflicts" "record=on:no0002" "!record = 6 : already recording scan 'r41234_Mh_no0001' ;"
 expect_reply "record=off" "record=off" '!record = 1 ;'
 expect_reply "record? off" "record?" '!record \? 0 : off ;'

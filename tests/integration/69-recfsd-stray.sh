@@ -61,7 +61,7 @@ send "$pb" stray "$T_DIR/x"          # b: the probe inside the scan, first of al
 send "$pa" vdif 100 300 "$T_DIR/v1_a.want"
 send "$pb" vdif 200 300 "$T_DIR/v1_b.want"
 check "v1: the scan's datagrams are taken" wait_drained "$pa" "$pb"
-expect_reply "status? while v1 records: no error" "status?" '!status \? 0 : 0x00000041 ;'
+expect_reply "status? while v1 records: no error" "status?" '!status \? 0 : 0x00000059 ;'
 expect_reply "record=off" "record=off" '!record = 1 ;'
 got="$(scan_checked 0) $(scan_checked 1)"
 check "v1: scan_check? gives both recordings, vdif 1032, 309600 bytes ($got)" \
@@ -79,7 +79,7 @@ send "$pa" vdif 101 50 udps "$T_DIR/x"
 send "$pb" vdif 201 50 "$T_DIR/v2_b.want"
 check "v2: the scan's datagrams are taken" wait_drained "$pa" "$pb"
 expect_reply "status? while v2 records nothing on a: the error bit, and why" "status?" \
-	"!status \? 0 : 0x00000043 : 4 : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) : [^:]+ ;"
+	"!status \? 0 : 0x0000005b : 4 : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) : [^:]+ ;"
 check "metrics scraped while v2 records" scrape
 check "recfsd_scan_blind is 1 on a" test "$(metric 'recfsd_scan_blind{input="a",stream="a"}')" = 1
 check "recfsd_scan_blind is 0 on b" test "$(metric 'recfsd_scan_blind{input="b",stream="b"}')" = 0
@@ -89,6 +89,9 @@ check "v2: scan_check? says a recorded nothing, rc 4; b is whole ($got)" \
 	grep -Eqx "!scan_check \? 4 : 2 : v2_a : error : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) ; !scan_check \? 0 : 2 : v2_b : VDIF : [^:]+ : [^:]+ : [^:]+ : [^:]+ : 0 : 1032 : 1 : 51600 : 0 ;" <<<"$got"
 expect_reply "status? after v2: idle with the error bit, and why" "status?" \
 	"!status \? 0 : 0x00000003 : 4 : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) : [^:]+ ;"
+expect_reply "error? reads it, at the scan's start" "error?" \
+	"!error \? 0 : 4 : scan 'v2_a' recorded nothing, 50 of 50 datagrams were the wrong size \(1040 bytes, not 1032\) : [^:]+ :  :  ;"
+expect_reply "status? after error?: the condition is not flagged again" "status?" '!status \? 0 : 0x00000001 ;'
 check "metrics scraped after v2" scrape
 check "recfsd_blind_scans_total is 1 on a" test "$(metric 'recfsd_blind_scans_total{input="a",stream="a"}')" = 1
 check "recfsd_blind_scans_total is 0 on b" test "$(metric 'recfsd_blind_scans_total{input="b",stream="b"}')" = 0

@@ -78,7 +78,7 @@ ok("status? ready, no error", mk5cn.parse_status_word(r) == 0x1, r)
 # setup (fb_mode and friends), strings as the FS writes them
 txn("mode = VDIF_8000-512-16-2 ; \n", 0, "mode= (mk5b_mode_util.c)")
 m = mk5cn.parse_mode(txn("mode?\n", 0, "mode?"))
-ok("mode? parsed by the FS: 32 tracks of 16 Mbit/s, frames of 8032", m == dict(magic="VDIF_8000-512-16-2", format="VDIF", tracks=32, tbitrate=16.0, framesize=8032), m)
+ok("mode? parsed by the FS: 32 tracks of 16 Mbit/s (in bit/s: the FS logs it over 1e6), frames of 8032", m == dict(magic="VDIF_8000-512-16-2", format="VDIF", tracks=32, tbitrate=16e6, framesize=8032), m)
 txn("mtu = 9000 ;\n", 0, "mtu=")
 txn("net_protocol = udpsnor : 128000000 : 256000000 : 4 ;\n", 0, "net_protocol= as the FS asks above 4 Gbit/s")
 txn("record = nthread : : 2 ;\n", 0, "record=nthread (fb_mode)")

@@ -15,6 +15,7 @@ the same m5 decoders' rules):
   record?      clib/disk_record_util.c, m5_2_disk_record
   mode?        clib/mk5b_mode_util.c, m5_2_mk5b_mode (VDIF magic branch)
   status?      clib/mk5_status_util.c, mk5_status_get_status / _get_error
+  fb_status    quikv/mk5_status.c, mk5_status (the status?/error? loop)
   m5trim, m5sscanf, m5string_decode, m5time_decode: clib/m5_utils.c
 """
 import re
@@ -162,7 +163,8 @@ def parse_record(reply):
 
 def parse_mode(reply):
     """clib/mk5b_mode_util.c m5_2_mk5b_mode, a magic (VDIF_...) source:
-    magic, format, tracks, track bit rate, frame size."""
+    magic, format, tracks, track bit rate (bit/s: mk5b_mode_2_m5 logs it
+    over 1e6), frame size."""
     f = _fields(reply)
     out = {}
     for i, v in enumerate(f, 1):
@@ -205,6 +207,46 @@ def parse_error(reply):
     if q < 0 or c < 0 or s < 0:
         raise FSError("EFORMAT_ERROR: %r" % reply)
     return re.sub(r" *: *", ",", reply[c + 1:s].strip(" "))
+
+
+def fb_status(fs, name="fb_status"):
+    """quikv/mk5_status.c mk5_status, the FS's fb_status (and mk5_status):
+    status? (its reply read into 128 bytes); while bit 0x2 is set and
+    fewer than 11 messages were made, error? and status? again.  Returns
+    the lines the FS logs and the errors it logs: -302 when more than the
+    status was logged, -303 (-304 after a failed exchange) when the error
+    bit is still set at the end."""
+    lines, errs = [], []
+    nmsg, ierr, word = 0, 0, 0
+    while True:
+        ip2, rc, reply = fs.send("status?\n")
+        if ip2 < 0:
+            ierr = ip2
+            break
+        try:
+            word = parse_status_word(reply[:127])
+        except FSError as e:
+            ierr = str(e)
+            break
+        lines.append("%s/status,0x%08X%s" % (name, word, ",error(s) pending" if word & 0x2 else ""))
+        nmsg += 1
+        if not word & 0x2 or nmsg >= 11:
+            break
+        ip2, rc, reply = fs.send("error?\n")
+        ierr = ip2
+        if ierr == 0:
+            try:
+                lines.append("%s/error,%s" % (name, parse_error(reply[:511 - len(name) - 7])))
+                nmsg += 1
+            except FSError as e:
+                ierr = str(e)
+        if ierr != 0:
+            break
+    if nmsg > 1:
+        errs.append(-302)
+    if word & 0x2:
+        errs.append(-303 if ierr == 0 else -304)
+    return lines, errs
 
 
 class MK5CN:
