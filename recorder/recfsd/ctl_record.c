@@ -344,18 +344,87 @@ static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
 
 static int rd_scan_set_name(struct rd *d, const char *key, struct rd_out *o);
 
+/* scan_set='s first field without a name, as jive5ab takes it
+ * (scan_set_vbs.cc): the last scan this daemon recorded (while one
+ * records, the one before it); 6 when there is none */
+static int rd_scan_set_last(struct rd *d, struct rd_out *o)
+{
+	uint64_t no = d->cur.no;
+	if (no && d->recording)
+		no--;
+	if (!d->cur.no) {
+		rd_field(o, "there are no scans recorded in this session");
+		return VS_CONFLICT;
+	}
+	if (!no) {
+		rd_field(o, "not enough scans recorded yet (recording first scan)");
+		return VS_CONFLICT;
+	}
+	d->check = d->hist[no % RR_SEGQ];
+	d->check_nrec = 0;
+	return 0;
+}
+
+/* scan_set = inc | dec : jive5ab's step through this session's scans from
+ * scan_set's (inc the next newer, wrapping to the first; dec the next
+ * older, wrapping to the last).  recfsd keeps the last RR_SEGQ: a step
+ * beyond them is refused with 6. */
+static int rd_scan_set_step(struct rd *d, bool inc, struct rd_out *o)
+{
+	if (d->check_nrec || !d->check.no) {
+		rd_field(o, "there is no recorded scan to %s from", inc ? "increment" : "decrement");
+		return VS_CONFLICT;
+	}
+	uint64_t no = d->check.no;
+	no = inc ? (no >= d->scans ? 1 : no + 1) : (no <= 1 ? d->scans : no - 1);
+	if (d->hist[no % RR_SEGQ].no != no) {
+		rd_field(o, "scan %" PRIu64 " is older than the last %u; scan_set= its name", no, RR_SEGQ);
+		return VS_CONFLICT;
+	}
+	d->check = d->hist[no % RR_SEGQ];
+	d->check_nrec = 0;
+	return 0;
+}
+
+/* scan_set = next : jive5ab's next scan of this session, after
+ * scan_set's, whose name holds the last search's text (case ignored,
+ * wrapping round); else that text looked up as a name again */
+static char rd_search[RECFS_NAME_MAX + 1]; /* under d->lock */
+static int rd_scan_set_next(struct rd *d, struct rd_out *o)
+{
+	if (!rd_search[0]) {
+		rd_field(o, "no search string given yet");
+		return VS_FAILED;
+	}
+	uint64_t from = d->check_nrec ? 0 : d->check.no;
+	for (unsigned k = 1; k <= RR_SEGQ; k++) {
+		uint64_t no = from + k;
+		no = no > d->scans ? no - d->scans : no;
+		if (no == 0 || no > d->scans)
+			continue;
+		const struct rd_scan *sc = &d->hist[no % RR_SEGQ];
+		if (sc->no == no && strcasestr(sc->name, rd_search)) {
+			d->check = *sc;
+			d->check_nrec = 0;
+			return 0;
+		}
+	}
+	return rd_scan_set_name(d, rd_search, o);
+}
+
 int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (np < 1 || !p[0][0]) {
-		rd_field(o, "scan_set = SCAN# or NAME");
-		return VS_PARAM;
+	/* jive5ab: not while a transfer runs (its INPROGRESS) */
+	if (atomic_load(&d->d2f.active)) {
+		rd_field(o, "not whilst disk2file is in progress");
+		return VS_CONFLICT;
 	}
 	/* the FS sends scan_set = LABEL :  :  ; with empty offsets: the
-	 * whole scan, as jive5ab takes them; given ones are checked now and
-	 * taken against the recording disk2file= copies (8 there when out of
-	 * it) */
+	 * whole scan, as jive5ab takes them; given ones are checked against
+	 * the recording disk2file= copies now when it is sealed (8 when out
+	 * of it, the choice unchanged), and again at disk2file= */
 	if (np > 3) {
-		rd_field(o, "scan_set = SCAN# or NAME [: START [: END]]");
+		rd_field(o, "scan_set = [SCAN# | NAME | inc | dec | next] [: START [: END]]");
 		return VS_PARAM;
 	}
 	for (unsigned k = 1; k < np; k++) {
@@ -367,9 +436,44 @@ int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		if (p[k][0] && rd_scan_off(d, p[k], k == 1, NULL, 0, &v, o))
 			return VS_PARAM;
 	}
-	int rc = rd_scan_set_name(d, p[0], o);
+	/* the choice as it was, should an offset not fit the new one */
+	static struct rd_scan check0;
+	static char recs0[RD_MAX_STREAMS][RECFS_NAME_MAX + 1];
+	static char search0[sizeof(rd_search)];
+	unsigned nrec0 = d->check_nrec;
+	check0 = d->check;
+	memcpy(recs0, d->check_recs, sizeof(recs0));
+	memcpy(search0, rd_search, sizeof(search0));
+	int rc;
+	if (np == 0 || !p[0][0])
+		rc = rd_scan_set_last(d, o);
+	else if (!strcmp(p[0], "inc") || !strcmp(p[0], "dec"))
+		rc = rd_scan_set_step(d, p[0][0] == 'i', o);
+	else if (!strcmp(p[0], "next"))
+		rc = rd_scan_set_next(d, o);
+	else {
+		rc = rd_scan_set_name(d, p[0], o);
+		if (!rc && p[0][strspn(p[0], "0123456789")])
+			snprintf(rd_search, sizeof(rd_search), "%s", p[0]);
+	}
 	if (rc)
 		return rc;
+	uint64_t start = 0, end;
+	struct recfs_rec rec;
+	if (np > 1 && (p[1][0] || (np > 2 && p[2][0])) && rd_d2f_rec(d, &rec, o) == 0) {
+		end = rec.committed_len;
+		if ((p[1][0] && rd_scan_off(d, p[1], true, &rec, 0, &start, o)) ||
+		    (np > 2 && p[2][0] && rd_scan_off(d, p[2], false, &rec, start, &end, o))) {
+			d->check = check0;
+			d->check_nrec = nrec0;
+			memcpy(d->check_recs, recs0, sizeof(recs0));
+			memcpy(rd_search, search0, sizeof(search0));
+			return VS_PARAM;
+		}
+	}
+	o->used = 0; /* a recording not sealed yet: its offsets at disk2file= */
+	o->n = 0;
+	o->buf[0] = 0;
 	memset(d->check_off, 0, sizeof(d->check_off));
 	for (unsigned k = 1; k < np; k++)
 		snprintf(d->check_off[k - 1], sizeof(d->check_off[0]), "%s", p[k]);

@@ -64,11 +64,13 @@ expect_reply "scan_set=1" "scan_set=1" '!scan_set = 0 ;'
 expect_reply "scan_set?" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 ;'
 expect_reply "scan_set by name" "scan_set=r41234_Mh_no0001" '!scan_set = 0 ;'
 expect_reply "scan_set= an unknown scan" "scan_set=7" "!scan_set = 8 : no scan or recording '7' on the pack ;"
-expect_reply "scan_set= with jive5ab's offsets" "scan_set=1:+10s" '!scan_set = 0 ;'
-expect_reply "scan_set? names them" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 : \+10s :  ;'
+expect_reply "scan_set= with jive5ab's offsets" "scan_set=1:+0.1s" '!scan_set = 0 ;'
+expect_reply "scan_set? names them" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 : \+0.1s :  ;'
+expect_reply "scan_set= an offset past the recording's end is refused there, as jive5ab refuses it" "scan_set=1:+1000s" \
+	"!scan_set = 8 : scan pointer offset\\(s\\) are out of bound .*"
 expect_reply "scan_set= a plain byte number is refused, as jive5ab refuses it" "scan_set=1:100" \
 	"!scan_set = 8 : START '100' is not one of jive5ab's offsets \\(relative bytes .*"
-expect_reply "scan_set?: the refused one changed nothing" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 : \+10s :  ;'
+expect_reply "scan_set?: the refused ones changed nothing" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 : \+0.1s :  ;'
 expect_reply "scan_set= with empty offsets, as the FS sends it" "scan_set = r41234_Mh_no0001 :  :  " '!scan_set = 0 ;'
 free=$(recfs info "$PACK" | awk '/^free/{print $2}')
 expect_reply "dir_info? recordings, bytes, total (as jive5ab), free" "dir_info?" "!dir_info \\? 0 : 1 : $len : [0-9]+ : [0-9]+ ;"

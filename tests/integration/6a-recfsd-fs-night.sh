@@ -165,6 +165,44 @@ ok("disk2file: the file is frames 1-60 of scan 15, as sent", open(pull, "rb").re
 r = txn("disk2file = %s : : : n ;\n" % pull, 6, "disk2file= n onto an existing file is refused", ip=-906)
 txn("scan_set = r41234_mh_no0020 ;\n", 0, "scan_set= back to the last scan")
 
+# the FS's own disk2file=LABEL,DEST,START,END: the lines quikv/disk2file.c
+# builds (its scan_set = ; work-around, then clib/disk2file_util.c's
+# disk2file_2_m5_scan_set and disk2file_2_m5, byte for byte with their
+# trailing spaces), sent as mk5cn sends a command's lines: one at a time,
+# the rest dropped at the first error
+def fs_disk2file(label, dest, start, end, desc):
+    lines = ["scan_set = ; \n", "scan_set = %s : %s : %s ; \n " % (label, start, end),
+             "disk2file = %s : : : w ; \n " % dest]
+    got = []
+    for ln in lines:
+        ip2, rc, r = fs.send(ln)
+        got.append((rc, r))
+        if ip2:
+            break
+    ok(desc + ": scan_set = ; 0, scan_set= 0, disk2file= 1", [g[0] for g in got] == [0, 0, 1], got)
+    for _ in range(400):
+        r = txn("disk2file?\n", 0, desc + ": disk2file?")
+        if ": inactive" in r:
+            break
+        time.sleep(0.01)
+    ok(desc + ": disk2file? inactive when done, naming the file", r == "!disk2file ? 0 : inactive : %s ;\n" % dest, r)
+    return open(dest, "rb").read() if os.path.exists(dest) else b""
+got = fs_disk2file("r41234_mh_no0015", os.path.join(tdir, "fs15.m5a"), "", "", "FS disk2file=LABEL,DEST")
+ok("FS disk2file=LABEL,DEST: the file is scan 15 whole, as sent", got == b"".join(sent["r41234_mh_no0015"]), len(got))
+# drudg's line (snap.f: disk2file=,DEST,HHhMMmSS.SSs,HHhMMmSS.SSs,): no
+# label, the last scan (20, from 03h03m10s); VEX times of its day
+got = fs_disk2file("", os.path.join(tdir, "drudg20.m5a"), "03h03m10.50s", "03h03m11.00s", "drudg's disk2file= of the last scan")
+ok("drudg's disk2file=: the file is scan 20's frames 25-49 (10.5 s to 11.0 s)", got == b"".join(sent["r41234_mh_no0020"][25:50]), len(got))
+# drudg writes seconds under 10 as f5.2 does, with a leading space (scan 19 from 03h03m00s)
+got = fs_disk2file("r41234_mh_no0019", os.path.join(tdir, "drudg19.m5a"), "03h03m 0.50s", "03h03m 1.00s", "drudg's f5.2 seconds")
+ok("drudg's f5.2 seconds: scan 19's frames 25-49", got == b"".join(sent["r41234_mh_no0019"][25:50]), len(got))
+# disk2file=abort,, (snap_disk2file_abort.f) with nothing running: jive5ab's 6
+r = txn("reset=abort;\n", 6, "disk2file=abort with nothing running", ip=-906)
+ok("reset=abort with nothing running says so", "nothing running to abort" in r, r)
+txn("scan_set = ; \n", 0, "scan_set = ; the last scan")
+r = txn("scan_set?\n", 0, "scan_set?")
+ok("scan_set = ; chose the last scan", r.startswith("!scan_set ? 0 : 20 : r41234_mh_no0020"), r)
+
 # the schedule restarted after a crash: a label recorded already
 label = "r41234_mh_no0005"
 frames = [frame(t, fn) for fn in range(FPS)]

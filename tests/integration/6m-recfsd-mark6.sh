@@ -269,15 +269,18 @@ for i, (sel, want, desc) in enumerate([
         ("r41234_mh_no0003_b:%s:-%d" % (time.strftime("%Yy%jd%Hh%Mm%Ss", time.gmtime(t3 + 1)), 10 * F), fb[50:90],
          "a VEX time : -bytes"),
         ("r41234_mh_no0003_b:s+", b"".join(fb)[65536:], "s+"),
+        ("r41234_mh_no0003_b:03h00m11.5s:+0.5s", fb[75:100], "a VEX time's lower fields, a fraction : +0.5s"),
         ("r41234_mh_no0003_b:c:-0", b"".join(fb)[len(fb) * F // 2:], "c : -0")]):
     dest = os.path.join(tdir, "off%d.m5a" % i)
     pull(sel, dest, "", want if isinstance(want, bytes) else b"".join(want), "offsets " + desc)
-r = txn("scan_set=r41234_mh_no0003_b:e;\n", 0, "scan_set= e (1 MB before the end)")
-r = txn("disk2file=%s/e.m5a;\n" % tdir, 8, "disk2file= of e in a recording under 1 MB")
-ok("e in a recording under 1 MB: out of bound, no file", "out of bound" in r and not os.path.exists(tdir + "/e.m5a"), r)
-for bad in ["8032", "+1x", "+1.5m", "+s", "2026y328d03h00m11.5s", "+99999999999999999999999"]:
+# offsets are checked at scan_set= as jive5ab checks them there (8, the
+# choice unchanged): e (1 MB before the end) in a recording under 1 MB
+r = txn("scan_set=r41234_mh_no0003_b:e;\n", 8, "scan_set= e (1 MB before the end) in a recording under 1 MB")
+ok("e in a recording under 1 MB: out of bound", "out of bound" in r, r)
+for bad in ["8032", "+1x", "+1.5m", "+s", "2026y328d25h00m11.5s", "03h61m", "+99999999999999999999999",
+            "+%d" % (len(fb) * F + 1), "03h00m13s"]:
     r = txn("scan_set=r41234_mh_no0003_b:%s;\n" % bad, 8, "scan_set= offset %s refused" % bad)
-ok("a refused offset leaves scan_set as it was", txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0003_b:e:;\n")
+ok("a refused offset leaves scan_set as it was", txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0003_b:c:-0;\n")
 fa, fb = sent["r41234_mh_no0011"]
 pull("r41234_mh_no0011_b", os.path.join(tdir, "b11.m5a"), ":::n", b"".join(fb),
      "scan 11 (the last), recording b whole")
