@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -358,7 +359,8 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		close(fd);
 		return VS_CONFLICT;
 	}
-	if (!strcmp(mode, "w") && ftruncate(fd, 0)) {
+	struct stat sb;
+	if (!strcmp(mode, "w") && !fstat(fd, &sb) && S_ISREG(sb.st_mode) && ftruncate(fd, 0)) { /* a FIFO: as O_TRUNC */
 		rd_field(o, "%s: %s", dest, strerror(errno));
 		close(fd);
 		return VS_FAILED;

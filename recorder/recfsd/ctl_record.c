@@ -334,6 +334,13 @@ static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
 		rd_field(o, "no scan or recording '%.64s' on the pack", key);
 		return VS_PARAM;
 	}
+	/* a scan of this daemon's last RR_SEGQ: its number, as scan_set=NAME */
+	for (unsigned k = 0; k < RR_SEGQ; k++)
+		if (d->hist[k].no && !strcmp(d->hist[k].name, base)) {
+			d->check = d->hist[k];
+			d->check_nrec = 0;
+			return 0;
+		}
 	memset(&d->check, 0, sizeof(d->check));
 	snprintf(d->check.name, sizeof(d->check.name), "%s", base);
 	snprintf(d->check.label, sizeof(d->check.label), "%s", key);
