@@ -233,7 +233,8 @@ tm = time.gmtime(start)
 ok("scan_check? of scan 1: both recordings, 64 tracks, START's second, 2 s, nothing missing",
    sc == "!scan_check?0:?:r41234_mh_no0001:VDIF:64:%04dy%03dd%02dh%02dm%02d.0000s:2.0000s:0.100000:0:8032:2:%d:0;\n"
    % (tm.tm_year, tm.tm_yday, tm.tm_hour, tm.tm_min, tm.tm_sec, 2 * 100 * F), sc)
-sc = txn("scan_check?1;\n", 0, "scan_check? 1 of scan 1")
+sc = txn("scan_check?::1;\n", 0, "scan_check? ::1 of scan 1")
+ok("scan_check?1 (jive5ab's strict): the whole scan", txn("scan_check?1;\n", 0, "scan_check?1").startswith("!scan_check?0:?:r41234_mh_no0001:VDIF:64:"))
 ok("scan_check? 1: recording b alone", sc.startswith("!scan_check?0:?:r41234_mh_no0001_b:VDIF:32:"), sc)
 r = txn("scan_set=2;\n", 8, "scan_set= by the number of a scan older than the last 8")
 ok("scan_set= an old number: refused, its name asked for", "scan 2 is older than the last 8" in r, r)

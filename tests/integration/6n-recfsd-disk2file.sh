@@ -8,6 +8,7 @@
 # wrote is a prefix of the range and the FIFO is closed, disk2file? says
 # where it stopped, and the next disk2file= copies; a FIFO without a
 # reader is refused at once (the control port never blocks on DEST).
+# scan_check?'s arguments: jive5ab's STRICT and BYTES, recfsd's RECORDING.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../tools/recfsd-lib.sh"
 echo "6n: recfsd scan_set forms, disk2file and reset=abort"
@@ -96,6 +97,25 @@ for k, secs in [(1, 4), (2, 1), (3, 1), (4, 1)]:
     t += 10
 txn("scan_set = ; \n", 0, "scan_set = ; after scan 4")
 ok("scan_set = ; the last scan (4)", scan_set_q().startswith("!scan_set ? 0 : 4 : t1_no0004 ;"))
+
+# scan_check?'s arguments as jive5ab's: STRICT (0 or 1), BYTES (k, M; a
+# recording shorter is 6); recfsd's RECORDING third (an index or a name)
+txn("scan_set = 1 ;\n", 0, "scan_set=1")
+whole = fs.send("scan_check?\n")[2]
+ok("scan_check? of scan 1", whole.startswith("!scan_check ? 0 : 1 : t1_no0001 : VDIF : 32 : "), whole)
+for q in ["scan_check? 1\n", "scan_check? 0 : 64k\n", "scan_check? : 1M\n", "scan_check? 1 : 1000000 : 0\n",
+          "scan_check? : : t1_no0001\n"]:
+    r = txn(q, 0, q.strip())
+    ok(q.strip() + ": the same line", r.split(" : ", 1)[1:] == whole.split(" : ", 1)[1:], r)
+for q, rc, why in [("scan_check? 2\n", 8, "strict argument has to be 0 or 1"),
+                   ("scan_check? 1 : 2M\n", 6, "scan too short to check, need 2000000 bytes, 't1_no0001' has 1606400"),
+                   ("scan_check? : 0\n", 8, "need to read more than 0 bytes"),
+                   ("scan_check? : 3G\n", 8, "invalid number of bytes"),
+                   ("scan_check? : 5x\n", 8, "invalid number of bytes"),
+                   ("scan_check? : : 1\n", 8, "RECORDING '1' is not 0 to 0"),
+                   ("scan_check? : : t1_no0002\n", 8, "no recording 't1_no0002' in scan 1")]:
+    r = txn(q, rc, q.strip())
+    ok(q.strip() + ": " + why, why in r, r)
 
 # inc and dec: through the session's scans, wrapping round as jive5ab's
 txn("scan_set = 2 ;\n", 0, "scan_set=2")
