@@ -240,8 +240,12 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return VS_OK;
 }
 
-/* scan_set = SCAN# | NAME [: START [: END]] : which scan scan_check? and
- * disk2file= read.  One of the last RR_SEGQ this daemon recorded, by its
+/* scan_set? : SCAN# : NAME : START : END, jive5ab's, the bytes disk2file=
+ * would copy (the offsets as given while the scan is being sealed).
+ *
+ * scan_set = [SCAN# | NAME | inc | dec | next] [: START [: END]] : which
+ * scan scan_check? and disk2file= read (no name: the last scan, as
+ * jive5ab; inc, dec and next: rd_scan_set_step, rd_scan_set_next).  One of the last RR_SEGQ this daemon recorded, by its
  * number or its recordings' base name (an older number of its own: 8);
  * else from the pack's directory, as jive5ab looks a scan up
  * (scan_set_vbs.cc): a scan's recordings by its base name (every
@@ -259,10 +263,23 @@ int rd_scan_set_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	} else
 		rd_field(o, "%" PRIu64, d->check.no);
 	rd_field(o, "%s", d->check.name);
-	if (d->check_off[0][0] || d->check_off[1][0]) { /* as given */
-		rd_field(o, "%s", d->check_off[0]);
-		rd_field(o, "%s", d->check_off[1]);
+	/* jive5ab's start and end bytes, of the recording disk2file= copies;
+	 * the offsets as given while it is not sealed */
+	char tmp[512];
+	struct rd_out scratch = { tmp, sizeof(tmp), 0, 0 };
+	struct recfs_rec rec;
+	uint64_t start = 0, end = 0;
+	if (rd_d2f_rec(d, &rec, &scratch) == 0) {
+		end = rec.committed_len;
+		if ((!d->check_off[0][0] || !rd_scan_off(d, d->check_off[0], true, &rec, 0, &start, &scratch)) &&
+		    (!d->check_off[1][0] || !rd_scan_off(d, d->check_off[1], false, &rec, start, &end, &scratch))) {
+			rd_field(o, "%" PRIu64, start);
+			rd_field(o, "%" PRIu64, end);
+			return 0;
+		}
 	}
+	rd_field(o, "%s", d->check_off[0]);
+	rd_field(o, "%s", d->check_off[1]);
 	return 0;
 }
 
