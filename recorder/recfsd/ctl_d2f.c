@@ -160,7 +160,8 @@ static double rd_vex_partial(const char *s, double first)
 		k = i + 1;
 		s++;
 	}
-	if (top < 0)
+	bool leap = v[0] % 4 == 0 && (v[0] % 100 != 0 || v[0] % 400 == 0);
+	if (top < 0 || v[1] > (leap ? 366 : 365))
 		return -1;
 	struct tm q = { .tm_year = v[0] - 1900, .tm_mday = v[1], .tm_hour = v[2], .tm_min = v[3], .tm_sec = v[4] };
 	double t = (double)timegm(&q) + frac; /* day-of-year as the day of January */

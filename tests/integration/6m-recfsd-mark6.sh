@@ -278,7 +278,7 @@ for i, (sel, want, desc) in enumerate([
 # choice unchanged): e (1 MB before the end) in a recording under 1 MB
 r = txn("scan_set=r41234_mh_no0003_b:e;\n", 8, "scan_set= e (1 MB before the end) in a recording under 1 MB")
 ok("e in a recording under 1 MB: out of bound", "out of bound" in r, r)
-for bad in ["8032", "+1x", "+1.5m", "+s", "2026y328d25h00m11.5s", "03h61m", "+99999999999999999999999",
+for bad in ["8032", "+1x", "+1.5m", "+s", "2026y328d25h00m11.5s", "03h61m", "2026y366d03h00m11s", "00m10.5.5s", "03h10s", "+99999999999999999999999",
             "+%d" % (len(fb) * F + 1), "03h00m13s"]:
     r = txn("scan_set=r41234_mh_no0003_b:%s;\n" % bad, 8, "scan_set= offset %s refused" % bad)
 ok("a refused offset leaves scan_set as it was", txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0003_b:%d:%d;\n" % (len(fb) * F // 2, len(fb) * F))
