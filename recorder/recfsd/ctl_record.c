@@ -245,8 +245,9 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
  *
  * scan_set = [SCAN# | NAME | inc | dec | next] [: START [: END]] : which
  * scan scan_check? and disk2file= read (no name: the last scan, as
- * jive5ab; inc, dec and next: rd_scan_set_step, rd_scan_set_next).  One of the last RR_SEGQ this daemon recorded, by its
- * number or its recordings' base name (an older number of its own: 8);
+ * jive5ab; inc, dec and next: rd_scan_set_step, rd_scan_set_next).  One
+ * of the last RR_SEGQ this daemon recorded, by its number or its
+ * recordings' base name (an older number of its own: 8);
  * else from the pack's directory, as jive5ab looks a scan up
  * (scan_set_vbs.cc): a scan's recordings by its base name (every
  * stream's NAME_SUFFIX found), one recording by its exact name (jive5ab's
@@ -389,30 +390,36 @@ static int rd_scan_set_last(struct rd *d, struct rd_out *o)
 	return 0;
 }
 
+/* The oldest scan of the last RR_SEGQ, whose rd_scan hist[] keeps */
+static uint64_t rd_hist_lo(const struct rd *d)
+{
+	return d->scans > RR_SEGQ ? d->scans - RR_SEGQ + 1 : 1;
+}
+
 /* scan_set = inc | dec : jive5ab's step through this session's scans from
- * scan_set's (inc the next newer, wrapping to the first; dec the next
- * older, wrapping to the last).  recfsd keeps the last RR_SEGQ: a step
- * beyond them is refused with 6. */
+ * scan_set's (inc the next newer, wrapping to the oldest; dec the next
+ * older, wrapping to the newest).  recfsd's session list is its last
+ * RR_SEGQ scans: the steps wrap round within them. */
 static int rd_scan_set_step(struct rd *d, bool inc, struct rd_out *o)
 {
 	if (d->check_nrec || !d->check.no) {
 		rd_field(o, "there is no recorded scan to %s from", inc ? "increment" : "decrement");
 		return VS_CONFLICT;
 	}
-	uint64_t no = d->check.no;
-	no = inc ? (no >= d->scans ? 1 : no + 1) : (no <= 1 ? d->scans : no - 1);
-	if (d->hist[no % RR_SEGQ].no != no) {
-		rd_field(o, "scan %" PRIu64 " is older than the last %u; scan_set= its name", no, RR_SEGQ);
-		return VS_CONFLICT;
-	}
+	uint64_t no = d->check.no, lo = rd_hist_lo(d);
+	if (inc)
+		no = no < lo || no >= d->scans ? lo : no + 1;
+	else
+		no = no <= lo ? d->scans : no - 1;
 	d->check = d->hist[no % RR_SEGQ];
 	d->check_nrec = 0;
 	return 0;
 }
 
-/* scan_set = next : jive5ab's next scan of this session, after
- * scan_set's, whose name holds the last search's text (case ignored,
- * wrapping round); else that text looked up as a name again */
+/* scan_set = next : jive5ab's next scan of this session (recfsd: of its
+ * last RR_SEGQ), after scan_set's, whose name holds the last search's
+ * text (case ignored, wrapping round); else that text looked up as a
+ * name again */
 static char rd_search[RECFS_NAME_MAX + 1]; /* under d->lock */
 static int rd_scan_set_next(struct rd *d, struct rd_out *o)
 {
@@ -420,12 +427,11 @@ static int rd_scan_set_next(struct rd *d, struct rd_out *o)
 		rd_field(o, "no search string given yet");
 		return VS_FAILED;
 	}
-	uint64_t from = d->check_nrec ? 0 : d->check.no;
-	for (unsigned k = 1; k <= RR_SEGQ; k++) {
-		uint64_t no = from + k;
-		no = no > d->scans ? no - d->scans : no;
-		if (no == 0 || no > d->scans)
-			continue;
+	uint64_t lo = rd_hist_lo(d), no = d->check_nrec ? 0 : d->check.no;
+	if (no < lo || no > d->scans)
+		no = d->scans; /* from the window's start */
+	for (uint64_t k = lo; d->scans && k <= d->scans; k++) {
+		no = no >= d->scans ? lo : no + 1;
 		const struct rd_scan *sc = &d->hist[no % RR_SEGQ];
 		if (sc->no == no && strcasestr(sc->name, rd_search)) {
 			d->check = *sc;

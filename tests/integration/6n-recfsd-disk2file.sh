@@ -210,6 +210,27 @@ r = txn("disk2file = %s : : : w ;\n" % fifo, 4, "disk2file= into a FIFO without 
 ok("a FIFO without a reader: refused at once naming it (%.3f s)" % (time.monotonic() - t0),
    fifo in r and "No such device" in r and time.monotonic() - t0 < 2.0, r)
 txn("status?\n", 0, "status? after")
+
+# ten scans: inc, dec and next wrap round within the last 8 (3 to 10),
+# recfsd's session list
+for k in range(5, 11):
+    record("t1_no%04d" % k, [frame(t, fn) for fn in range(FPS)])
+    stop("t1_no%04d" % k)
+    t += 10
+for sel, word, want in [("3", "dec", 10), ("10", "inc", 3), ("4", "dec", 3)]:
+    txn("scan_set = %s ;\n" % sel, 0, "scan_set=%s" % sel)
+    txn("scan_set = %s ;\n" % word, 0, "scan_set=%s from %s" % (word, sel))
+    r = scan_set_q()
+    ok("scan_set=%s from %s: scan %d" % (word, sel, want), r.startswith("!scan_set ? 0 : %d : t1_no%04d : " % (want, want)), r)
+txn("scan_set = t1_no0001 ;\n", 0, "scan_set= scan 1 by name (from the pack's directory)")
+r = txn("scan_set = inc ;\n", 6, "scan_set=inc from a scan older than the last 8")
+ok("scan_set=inc from scan 1: no recorded scan to increment from", "no recorded scan to increment from" in r, r)
+txn("scan_set = T1_NO00 ;\n", 0, "scan_set= a search among 10")
+for want in [10, 3, 4]:
+    if want != 10:
+        txn("scan_set = next ;\n", 0, "scan_set=next")
+    r = scan_set_q()
+    ok("scan_set= search, next: scan %d" % want, r.startswith("!scan_set ? 0 : %d : t1_no%04d : " % (want, want)), r)
 fs.close()
 sys.exit(1 if fails else 0)
 PY
