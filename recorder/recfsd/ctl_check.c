@@ -304,8 +304,8 @@ static int rd_scan_check_pack(struct rd *d, const struct rd_check_args *a, struc
 }
 
 /* scan_check? [STRICT [: BYTES [: RECORDING]]] : jive5ab's STRICT (0 or 1)
- * and BYTES (read from the start to find the format; k or M after it, up
- * to 2 GB; a recording shorter answers 6, as jive5ab), then recfsd's
+ * and BYTES (read from the start to find the format; k or M after it, 1024
+ * or 1048576, up to 2 GiB; a recording shorter answers 6, as jive5ab), then recfsd's
  * RECORDING (0 to recordings - 1, or its name) for one recording's line */
 static int rd_check_parse(struct rd *d, unsigned np, char *const *p, struct rd_check_args *a, struct rd_out *o)
 {
@@ -324,11 +324,11 @@ static int rd_check_parse(struct rd *d, unsigned np, char *const *p, struct rd_c
 	if (np > 1 && p[1][0]) {
 		char num[32];
 		size_t l = strlen(p[1]);
-		uint64_t unit = l && p[1][l - 1] == 'k' ? 1000 : l && p[1][l - 1] == 'M' ? 1000000 : 1;
+		uint64_t unit = l && p[1][l - 1] == 'k' ? 1024 : l && p[1][l - 1] == 'M' ? 1048576 : 1; /* jive5ab's KB, MB */
 		uint64_t v;
 		snprintf(num, sizeof(num), "%.*s", (int)(l - (unit > 1)), p[1]);
-		if (l >= sizeof(num) || recfs_parse_num("scan_check BYTES", num, 0, 2000000000ull / unit, &v)) {
-			rd_field(o, "invalid number of bytes to read '%.32s' (up to 2 GB, k or M after it)", p[1]);
+		if (l >= sizeof(num) || recfs_parse_num("scan_check BYTES", num, 0, (2ull << 30) / unit, &v)) {
+			rd_field(o, "invalid number of bytes to read '%.32s' (up to 2 GiB, k or M after it)", p[1]);
 			return VS_PARAM;
 		}
 		a->bytes = v * unit & ~(uint64_t)7;

@@ -108,9 +108,10 @@ for q in ["scan_check? 1\n", "scan_check? 0 : 64k\n", "scan_check? : 1M\n", "sca
     r = txn(q, 0, q.strip())
     ok(q.strip() + ": the same line", r.split(" : ", 1)[1:] == whole.split(" : ", 1)[1:], r)
 for q, rc, why in [("scan_check? 2\n", 8, "strict argument has to be 0 or 1"),
-                   ("scan_check? 1 : 2M\n", 6, "scan too short to check, need 2000000 bytes, 't1_no0001' has 1606400"),
+                   ("scan_check? 1 : 2M\n", 6, "scan too short to check, need 2097152 bytes, 't1_no0001' has 1606400"),
                    ("scan_check? : 0\n", 8, "need to read more than 0 bytes"),
                    ("scan_check? : 3G\n", 8, "invalid number of bytes"),
+                   ("scan_check? : 2049M\n", 8, "invalid number of bytes"),
                    ("scan_check? : 5x\n", 8, "invalid number of bytes"),
                    ("scan_check? : : 1\n", 8, "RECORDING '1' is not 0 to 0"),
                    ("scan_check? : : t1_no0002\n", 8, "no recording 't1_no0002' in scan 1")]:
