@@ -32,11 +32,12 @@ int rd_set_disks_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return VS_OK;
 }
 
-/* disk2file = [DEST] : [START] : [END | +BYTES] : [n | w | a] : jive5ab's
- * data pull (disk2file_vbs.cc) of scan_set's scan (its first recording;
- * another one of a scan of several: scan_set= that recording's name),
- * bytes START to END into the local file DEST (default NAME.m5a, in
- * recfsd's directory): n a new file, w truncated, a appended.  A pack
+/* disk2file = [DEST] : [START] : [END | +BYTES] : [n | w | a | resume] :
+ * jive5ab's data pull (disk2file_vbs.cc) of scan_set's scan (its first
+ * recording; another one of a scan of several: scan_set= that recording's
+ * name), bytes START to END into the local file DEST (default NAME.m5a,
+ * in recfsd's directory): n a new file, w truncated, a appended, resume
+ * appended from START plus what DEST holds (after reset=abort).  A pack
  * member is refused as DEST, as every tool refuses it.  1 (initiated): a
  * thread copies; disk2file? reports. */
 static void *rd_d2f_main(void *arg)
@@ -298,7 +299,7 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	}
 	rd_d2f_join(x);
 	if (np > 4) {
-		rd_field(o, "disk2file = [DEST] : [START] : [END or +BYTES] : [n, w or a]");
+		rd_field(o, "disk2file = [DEST] : [START] : [END or +BYTES] : [n, w, a or resume]");
 		return VS_PARAM;
 	}
 	struct recfs_rec rec = { 0 };
@@ -330,14 +331,22 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		}
 		end = plus ? start + v : v;
 	}
+	if (end < start) { /* START given, scan_set's END before it */
+		rd_field(o, "END %" PRIu64 " (scan_set's) is before START %" PRIu64, end, start);
+		return VS_PARAM;
+	}
 	const char *mode = np > 3 && p[3][0] ? p[3] : "n";
 	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY;
+	/* jive5ab's resume: a, from START plus what DEST already holds */
+	bool resume = !strcmp(mode, "resume");
+	if (resume)
+		mode = "a";
 	if (!strcmp(mode, "n"))
 		flags |= O_EXCL;
 	else if (!strcmp(mode, "a"))
 		flags |= O_APPEND;
 	else if (strcmp(mode, "w")) {
-		rd_field(o, "open mode must be n, w or a");
+		rd_field(o, "open mode must be n, w, a or resume");
 		return VS_PARAM;
 	}
 	char dest[sizeof(x->dest)];
@@ -365,6 +374,15 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "%s: %s", dest, strerror(errno));
 		close(fd);
 		return VS_FAILED;
+	}
+	if (resume && !fstat(fd, &sb) && S_ISREG(sb.st_mode)) {
+		if ((uint64_t)sb.st_size > end - start) {
+			rd_field(o, "%s holds %jd bytes, more than START to END's %" PRIu64, dest, (intmax_t)sb.st_size,
+				 end - start);
+			close(fd);
+			return VS_CONFLICT;
+		}
+		start += (uint64_t)sb.st_size;
 	}
 	x->fd = fd;
 	x->rec = rec;

@@ -205,6 +205,21 @@ for _ in range(500):
     time.sleep(0.01)
 ok("disk2file after the abort: inactive, no error", r == "!disk2file ? 0 : inactive : %s ;\n" % dest, r)
 ok("disk2file after the abort: scan 1 whole", open(dest, "rb").read() == want)
+# jive5ab's resume: what an aborted copy left, completed
+part = os.path.join(tdir, "part.m5a")
+open(part, "wb").write(want[:100000])
+txn("disk2file = %s : : : resume ;\n" % part, 1, "disk2file= resume")
+for _ in range(500):
+    r = txn("disk2file?\n", 0, "disk2file?")
+    if ": inactive" in r:
+        break
+    time.sleep(0.01)
+ok("disk2file resume: the file is scan 1 whole", open(part, "rb").read() == want)
+r = txn("disk2file = %s : 0 : +1000 : resume ;\n" % part, 6, "disk2file= resume onto a file longer than the range")
+ok("resume onto a longer file: refused naming it, the file unchanged", part in r and open(part, "rb").read() == want, r)
+txn("scan_set = t1_no0001 : : +1000 ;\n", 0, "scan_set= END 1000")
+r = txn("disk2file = %s/late.m5a : 5000 ;\n" % tdir, 8, "disk2file= START after scan_set's END")
+ok("START after scan_set's END: refused, no file", "is before START" in r and not os.path.exists(tdir + "/late.m5a"), r)
 # a FIFO nobody reads: refused at once, the control port free
 t0 = time.monotonic()
 r = txn("disk2file = %s : : : w ;\n" % fifo, 4, "disk2file= into a FIFO without a reader")
