@@ -407,7 +407,8 @@ int rd_disk2file(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 }
 
 /* disk2file? : active : DEST : START : CURRENT : END : MODE, or inactive
- * [: DEST [: ERROR]] (recfsd adds why the last copy stopped short). */
+ * [: DEST] (jive5ab's); a copy that stopped short (reset=abort, an error):
+ * inactive : DEST : START : CURRENT : END : MODE : WHY, recfsd's. */
 int rd_disk2file_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
 	struct rd_d2f *x = &d->d2f;
@@ -423,8 +424,15 @@ int rd_disk2file_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	rd_field(o, "inactive");
 	if (x->dest[0])
 		rd_field(o, "%s", x->dest);
-	if (x->err[0])
+	/* a copy that stopped short: where, then why, after the six fields
+	 * the FS's m5_2_disk2file reads (its third to fifth are numbers) */
+	if (x->err[0]) {
+		rd_field(o, "%" PRIu64, x->start);
+		rd_field(o, "%" PRIu64, atomic_load(&x->cur));
+		rd_field(o, "%" PRIu64, x->end);
+		rd_field(o, "%s", x->mode);
 		rd_field(o, "%s", x->err);
+	}
 	return VS_OK;
 }
 

@@ -189,8 +189,16 @@ dt = time.monotonic() - t0
 ok("reset=abort answered within 2 s (%.3f s)" % dt, dt < 2.0)
 r = txn("disk2file?\n", 0, "disk2file? after the abort")
 f = [x.strip() for x in r.rstrip(" ;\n").split(":")]
-ok("disk2file? inactive : DEST : aborted at byte N", f[1:3] == ["inactive", fifo] and f[3].startswith("aborted at byte "), f)
-n = int(f[3].split()[3]) if len(f) > 3 and f[3].startswith("aborted at byte ") else -1
+ok("disk2file? inactive : DEST : 0 : N : END : w : aborted at byte N",
+   f[1:3] == ["inactive", fifo] and len(f) == 8 and f[3] == "0" and f[5:7] == [str(len(want)), "w"] and
+   f[7] == "aborted at byte %s (0 to %d)" % (f[4], len(want)), f)
+n = int(f[4]) if len(f) == 8 and f[4].isdigit() else -1
+try:
+    d2f = mk5cn.parse_disk2file(r)
+except mk5cn.FSError as e:
+    d2f = e
+ok("the FS's m5_2_disk2file reads it: inactive, DEST, 0, N, END, w",
+   d2f == dict(status="inactive", destination=fifo, start=0, current=n, end=len(want), option="w"), d2f)
 eof = not read_some(len(want) + 1)
 ok("the FIFO closed by the abort: EOF after N bytes", eof and len(got) == n, (eof, len(got), n))
 ok("what was written is the range's first N bytes, N short of the end", bytes(got) == want[:n] and 0 < n < len(want), n)
