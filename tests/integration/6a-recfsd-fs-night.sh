@@ -189,6 +189,11 @@ def fs_disk2file(label, dest, start, end, desc):
     return open(dest, "rb").read() if os.path.exists(dest) else b""
 got = fs_disk2file("r41234_mh_no0015", os.path.join(tdir, "fs15.m5a"), "", "", "FS disk2file=LABEL,DEST")
 ok("FS disk2file=LABEL,DEST: the file is scan 15 whole, as sent", got == b"".join(sent["r41234_mh_no0015"]), len(got))
+# the FS's disk2file display (quikv/disk2file.c: disk2file?, scan_set?)
+d2f = mk5cn.parse_disk2file(txn("disk2file?\n", 0, "the FS's disk2file display: disk2file?"))
+ok("disk2file? as the FS's m5_2_disk2file reads it", d2f == dict(status="inactive", destination=os.path.join(tdir, "fs15.m5a")), d2f)
+r = txn("scan_set?\n", 0, "the FS's disk2file display: scan_set?")
+ok("scan_set? : 15 : NAME : 0 : its bytes, as jive5ab", r == "!scan_set ? 0 : 15 : r41234_mh_no0015 : 0 : %d ;\n" % (100 * F), r)
 # drudg's line (snap.f: disk2file=,DEST,HHhMMmSS.SSs,HHhMMmSS.SSs,): no
 # label, the last scan (20, from 03h03m10s); VEX times of its day
 got = fs_disk2file("", os.path.join(tdir, "drudg20.m5a"), "03h03m10.50s", "03h03m11.00s", "drudg's disk2file= of the last scan")
