@@ -7,7 +7,8 @@
 # record=on:LABEL / record=off:LABEL and checkfb (scan_check?, status?)
 # after each, evlbi?/tstat/rtime?/set_disks?, the FS's data pull
 # (scan_set with empty offsets, disk2file, a member refused as its
-# destination), a restarted schedule repeating a label, drudg's Mark6 line,
+# destination; the FS's own disk2file= lines and drudg's, checked byte
+# for byte), a restarted schedule repeating a label, drudg's Mark6 line,
 # the control port against idle and dripping connections, SIGHUP mid-scan;
 # every reply asserted, every recording compared frame by frame with what
 # was sent.
