@@ -130,6 +130,7 @@ static const struct rd_keyword {
 	{ "rtime", NULL, rd_rtime_q },
 	{ "set_disks", NULL, rd_set_disks_q },
 	{ "disk2file", rd_disk2file, rd_disk2file_q },
+	{ "reset", rd_reset, NULL }, /* reset=abort: disk2file's */
 	{ "datastream", rd_datastream, rd_datastream_q },
 	{ "mode", rd_mode, rd_mode_q },
 	{ "net_protocol", rd_net_protocol, rd_net_protocol_q },

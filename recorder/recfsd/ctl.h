@@ -37,6 +37,8 @@ int rd_check_sealed(struct rd *d, struct rd_out *o);
 bool rd_check_rate(struct rd *d, const struct recfs_rec *rec, double *first, double *bps);
 int rd_scan_off(struct rd *d, const char *s, bool is_start, const struct recfs_rec *rec, uint64_t start,
 		uint64_t *out, struct rd_out *o);
+/* the recording disk2file= copies of scan_set's scan: 0, or an rc with why */
+int rd_d2f_rec(struct rd *d, struct recfs_rec *rec, struct rd_out *o);
 bool rd_check_span(struct rd *d, const struct recfs_rec *rec, double *first, double *secs, uint64_t *missing);
 
 /* A keyword's command or query: its return code, its reply fields in o. */
@@ -70,6 +72,7 @@ rd_handler rd_rtime_q;
 rd_handler rd_set_disks_q;
 rd_handler rd_disk2file;
 rd_handler rd_disk2file_q;
+rd_handler rd_reset;
 rd_handler rd_datastream_q;
 rd_handler rd_datastream;
 rd_handler rd_input_stream_q;

@@ -31,14 +31,18 @@ struct rd_check {
 	double rate;                    /* Mbit/s per track */
 };
 
-static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len, struct rd_check *c)
+/* bytes: read from the start to count the threads (scan_check?'s BYTES,
+ * 0: jive5ab's default, 1 MB) */
+static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len, uint64_t bytes, struct rd_check *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->frame_size = rec->input.frame_size;
 	uint32_t fs = c->frame_size;
 	if (rec->input.format != RECFS_FMT_VDIF || fs < 32 || len < fs)
 		return;
-	size_t want = len < 1000000 ? (size_t)len : 1000000;
+	if (!bytes)
+		bytes = 1000000;
+	size_t want = len < bytes ? (size_t)len : (size_t)bytes;
 	want -= want % fs;
 	uint8_t *buf = malloc(want), last[32];
 	if (!buf)
@@ -105,7 +109,7 @@ bool rd_check_span(struct rd *d, const struct recfs_rec *rec, double *first, dou
 	struct rd_check c;
 	if (!rec->committed_len)
 		return false;
-	rd_check_rec(d, rec, rec->committed_len, &c);
+	rd_check_rec(d, rec, rec->committed_len, 0, &c);
 	if (!c.vdif)
 		return false;
 	*first = c.first;
@@ -122,7 +126,7 @@ bool rd_check_rate(struct rd *d, const struct recfs_rec *rec, double *first, dou
 	struct rd_check c;
 	if (!rec->committed_len)
 		return false;
-	rd_check_rec(d, rec, rec->committed_len, &c);
+	rd_check_rec(d, rec, rec->committed_len, 0, &c);
 	if (!c.vdif || !c.fps)
 		return false;
 	*first = c.first;
@@ -169,11 +173,12 @@ static void rd_check_fields(struct rd_out *o, const char *no, const char *label,
 	}
 }
 
-/* scan_check? [N] : the last scan (or scan_set's) once sealed.  Without N
- * one summary line for all its recordings (it fits mk5cn's 1022 bytes
- * however many streams): the nine fields of the FS, then recfs's own,
- * recordings : bytes : lost frames by the VDIF headers.  With N (0 to
- * recordings - 1) the same of recording N alone, named in full. */
+/* scan_check? [STRICT [: BYTES [: RECORDING]]] : the last scan (or
+ * scan_set's) once sealed.  Without RECORDING one summary line for all
+ * its recordings (it fits mk5cn's 1022 bytes however many streams): the
+ * nine fields of the FS, then recfs's own, recordings : bytes : lost
+ * frames by the VDIF headers.  With RECORDING (0 to recordings - 1, or its
+ * name) the same of that recording alone, named in full. */
 /* A scan's recordings summed into scan_check?'s one line */
 struct rd_check_sum {
 	struct rd_check sum;
@@ -225,15 +230,42 @@ static int rd_check_reply(struct rd_check_sum *s, const char *no, const char *na
 	return VS_OK;
 }
 
+/* scan_check?'s arguments: jive5ab's STRICT (0 or 1; recfsd's check is
+ * the same either way) and BYTES, then recfsd's RECORDING */
+struct rd_check_args {
+	uint64_t bytes;                 /* 0: not given */
+	uint64_t which;                 /* UINT64_MAX: the whole scan */
+	const char *name;               /* RECORDING by name, or NULL */
+};
+
+/* recording i, `name`, is the one asked for */
+static bool rd_check_sel(const struct rd_check_args *a, unsigned i, const char *name)
+{
+	if (a->name)
+		return !strcmp(a->name, name);
+	return a->which == UINT64_MAX || a->which == i;
+}
+
+/* jive5ab's refusal of a recording shorter than BYTES: 0 or 6 */
+static int rd_check_short(const struct rd_check_args *a, const char *name, uint64_t len, struct rd_out *o)
+{
+	if (!a->bytes || len >= a->bytes)
+		return 0;
+	rd_field(o, "scan too short to check, need %" PRIu64 " bytes, '%s' has %" PRIu64, a->bytes, name, len);
+	return VS_CONFLICT;
+}
+
 /* scan_check? of a scan or recording scan_set= found on the pack's
  * directory (d->check_recs): the same line, its number "?" as jive5ab
  * answers for a scan it did not record in this session. */
-static int rd_scan_check_pack(struct rd *d, uint64_t which, struct rd_out *o)
+static int rd_scan_check_pack(struct rd *d, const struct rd_check_args *a, struct rd_out *o)
 {
 	struct rd_check_sum s = { 0 };
+	bool found = false;
 	for (unsigned i = 0; i < d->check_nrec; i++) {
-		if (which != UINT64_MAX && i != which)
+		if (!rd_check_sel(a, i, d->check_recs[i]))
 			continue;
+		found = true;
 		struct recfs_rec rec;
 		pthread_mutex_lock(&d->pack_lock);
 		int err = recfs_rec_lookup(d->p, d->check_recs[i], &rec);
@@ -248,11 +280,14 @@ static int rd_scan_check_pack(struct rd *d, uint64_t which, struct rd_out *o)
 		}
 		uint64_t len = rec.committed_len;
 		struct rd_check c;
+		int rc = len ? rd_check_short(a, rec.name, len, o) : 0;
+		if (rc)
+			return rc;
 		if (len == 0)
 			continue;
-		rd_check_rec(d, &rec, len, &c);
+		rd_check_rec(d, &rec, len, a->bytes, &c);
 		double rs = c.vdif ? c.secs : (rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0);
-		if (which != UINT64_MAX) {
+		if (a->which != UINT64_MAX || a->name) {
 			rd_check_fields(o, "?", rec.name, &c, &rec, len, rs);
 			rd_field(o, "1");
 			rd_field(o, "%" PRIu64, len);
@@ -261,20 +296,67 @@ static int rd_scan_check_pack(struct rd *d, uint64_t which, struct rd_out *o)
 		}
 		rd_check_add(&s, &c, &rec, len, rs);
 	}
+	if (a->name && !found) {
+		rd_field(o, "no recording '%.64s' in scan '%s'", a->name, d->check.name);
+		return VS_PARAM;
+	}
 	return rd_check_reply(&s, "?", d->check.name, o);
+}
+
+/* scan_check? [STRICT [: BYTES [: RECORDING]]] : jive5ab's STRICT (0 or 1)
+ * and BYTES (read from the start to find the format; k or M after it, 1024
+ * or 1048576, up to 2 GiB; a recording shorter answers 6, as jive5ab), then recfsd's
+ * RECORDING (0 to recordings - 1, or its name) for one recording's line */
+static int rd_check_parse(struct rd *d, unsigned np, char *const *p, struct rd_check_args *a, struct rd_out *o)
+{
+	unsigned nrec = d->check_nrec ? d->check_nrec : d->nst;
+	a->bytes = 0;
+	a->which = UINT64_MAX;
+	a->name = NULL;
+	if (np > 3) {
+		rd_field(o, "scan_check? [STRICT [: BYTES [: RECORDING]]]");
+		return VS_PARAM;
+	}
+	if (np > 0 && p[0][0] && strcmp(p[0], "0") && strcmp(p[0], "1")) {
+		rd_field(o, "strict argument has to be 0 or 1 (one recording: scan_check? : : RECORDING)");
+		return VS_PARAM;
+	}
+	if (np > 1 && p[1][0]) {
+		char num[32];
+		size_t l = strlen(p[1]);
+		uint64_t unit = l && p[1][l - 1] == 'k' ? 1024 : l && p[1][l - 1] == 'M' ? 1048576 : 1; /* jive5ab's KB, MB */
+		uint64_t v;
+		snprintf(num, sizeof(num), "%.*s", (int)(l - (unit > 1)), p[1]);
+		if (l >= sizeof(num) || recfs_parse_num("scan_check BYTES", num, 0, (2ull << 30) / unit, &v)) {
+			rd_field(o, "invalid number of bytes to read '%.32s' (up to 2 GiB, k or M after it)", p[1]);
+			return VS_PARAM;
+		}
+		a->bytes = v * unit & ~(uint64_t)7;
+		if (!a->bytes) {
+			rd_field(o, "need to read more than 0 bytes to detect anything");
+			return VS_PARAM;
+		}
+	}
+	if (np > 2 && p[2][0]) {
+		if (p[2][strspn(p[2], "0123456789")])
+			a->name = p[2];
+		else if (recfs_parse_num("scan_check RECORDING", p[2], 0, nrec - 1, &a->which)) {
+			rd_field(o, "RECORDING '%.32s' is not 0 to %u or a recording's name", p[2], nrec - 1);
+			return VS_PARAM;
+		}
+	}
+	return 0;
 }
 
 int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	uint64_t which = UINT64_MAX;
-	unsigned nrec = d->check_nrec ? d->check_nrec : d->nst;
-	if (np > 1 || (np == 1 && p[0][0] && recfs_parse_num("scan_check", p[0], 0, nrec - 1, &which))) {
-		rd_field(o, "scan_check? [RECORDING], RECORDING 0 to %u", nrec - 1);
-		return VS_PARAM;
-	}
+	struct rd_check_args a;
+	int rc = rd_check_parse(d, np, p, &a, o);
+	if (rc)
+		return rc;
 	rd_refresh(d);
 	if (d->check_nrec)
-		return rd_scan_check_pack(d, which, o);
+		return rd_scan_check_pack(d, &a, o);
 	if (!d->check.no) {
 		rd_field(o, "no scan recorded yet");
 		return VS_FAILED;
@@ -287,12 +369,14 @@ int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	struct rd_check c;
 	char no[24];
 	snprintf(no, sizeof(no), "%" PRIu64, sc.no);
+	bool found = false;
 	for (unsigned i = 0; i < d->nst; i++) {
-		if (which != UINT64_MAX && i != which)
-			continue;
 		struct rr *r = d->st[i].r;
 		struct rr_seg_result res;
 		rr_seg_result(r, sc.seg, &res);
+		if (!rd_check_sel(&a, i, res.name))
+			continue;
+		found = true;
 		struct recfs_rec rec = res.rec;
 		int state = res.state;
 		uint64_t len = res.len;
@@ -306,17 +390,21 @@ int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		}
 		if (len == 0)
 			continue; /* nothing arrived: no recording */
+		int rc2 = rd_check_short(&a, name, len, o);
+		if (rc2)
+			return rc2;
 		/* a sealed recording does not change: read once per scan, so
 		 * a line of 64 scan_check? costs one read of each recording */
-		static struct { uint64_t uid, seq; struct rd_check c; } cache[RD_MAX_STREAMS];
-		if (cache[i].uid != rec.uid || cache[i].seq != rec.seq || !rec.uid) {
-			rd_check_rec(d, &rec, len, &cache[i].c);
+		static struct { uint64_t uid, seq, bytes; struct rd_check c; } cache[RD_MAX_STREAMS];
+		if (cache[i].uid != rec.uid || cache[i].seq != rec.seq || cache[i].bytes != a.bytes || !rec.uid) {
+			rd_check_rec(d, &rec, len, a.bytes, &cache[i].c);
 			cache[i].uid = rec.uid;
 			cache[i].seq = rec.seq;
+			cache[i].bytes = a.bytes;
 		}
 		c = cache[i].c;
 		double rs = c.vdif ? c.secs : (rec.end_ns > rec.start_ns ? (double)(rec.end_ns - rec.start_ns) * 1e-9 : 0);
-		if (which != UINT64_MAX) {
+		if (a.which != UINT64_MAX || a.name) {
 			rd_check_fields(o, no, name, &c, &rec, len, rs);
 			rd_field(o, "1");
 			rd_field(o, "%" PRIu64, len);
@@ -324,6 +412,10 @@ int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 			return VS_OK;
 		}
 		rd_check_add(&sum, &c, &rec, len, rs);
+	}
+	if (a.name && !found) {
+		rd_field(o, "no recording '%.64s' in scan %" PRIu64, a.name, sc.no);
+		return VS_PARAM;
 	}
 	return rd_check_reply(&sum, no, sc.name, o);
 }

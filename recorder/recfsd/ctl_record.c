@@ -240,9 +240,14 @@ int rd_record(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return VS_OK;
 }
 
-/* scan_set = SCAN# | NAME [: START [: END]] : which scan scan_check? and
- * disk2file= read.  One of the last RR_SEGQ this daemon recorded, by its
- * number or its recordings' base name (an older number of its own: 8);
+/* scan_set? : SCAN# : NAME : START : END, jive5ab's, the bytes disk2file=
+ * would copy (the offsets as given while the scan is being sealed).
+ *
+ * scan_set = [SCAN# | NAME | inc | dec | next] [: START [: END]] : which
+ * scan scan_check? and disk2file= read (no name: the last scan, as
+ * jive5ab; inc, dec and next: rd_scan_set_step, rd_scan_set_next).  One
+ * of the last RR_SEGQ this daemon recorded, by its number or its
+ * recordings' base name (an older number of its own: 8);
  * else from the pack's directory, as jive5ab looks a scan up
  * (scan_set_vbs.cc): a scan's recordings by its base name (every
  * stream's NAME_SUFFIX found), one recording by its exact name (jive5ab's
@@ -259,10 +264,23 @@ int rd_scan_set_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	} else
 		rd_field(o, "%" PRIu64, d->check.no);
 	rd_field(o, "%s", d->check.name);
-	if (d->check_off[0][0] || d->check_off[1][0]) { /* as given */
-		rd_field(o, "%s", d->check_off[0]);
-		rd_field(o, "%s", d->check_off[1]);
+	/* jive5ab's start and end bytes, of the recording disk2file= copies;
+	 * the offsets as given while it is not sealed */
+	char tmp[512];
+	struct rd_out scratch = { tmp, sizeof(tmp), 0, 0 };
+	struct recfs_rec rec;
+	uint64_t start = 0, end = 0;
+	if (rd_d2f_rec(d, &rec, &scratch) == 0) {
+		end = rec.committed_len;
+		if ((!d->check_off[0][0] || !rd_scan_off(d, d->check_off[0], true, &rec, 0, &start, &scratch)) &&
+		    (!d->check_off[1][0] || !rd_scan_off(d, d->check_off[1], false, &rec, start, &end, &scratch))) {
+			rd_field(o, "%" PRIu64, start);
+			rd_field(o, "%" PRIu64, end);
+			return 0;
+		}
 	}
+	rd_field(o, "%s", d->check_off[0]);
+	rd_field(o, "%s", d->check_off[1]);
 	return 0;
 }
 
@@ -334,6 +352,13 @@ static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
 		rd_field(o, "no scan or recording '%.64s' on the pack", key);
 		return VS_PARAM;
 	}
+	/* a scan of this daemon's last RR_SEGQ: its number, as scan_set=NAME */
+	for (unsigned k = 0; k < RR_SEGQ; k++)
+		if (d->hist[k].no && !strcmp(d->hist[k].name, base)) {
+			d->check = d->hist[k];
+			d->check_nrec = 0;
+			return 0;
+		}
 	memset(&d->check, 0, sizeof(d->check));
 	snprintf(d->check.name, sizeof(d->check.name), "%s", base);
 	snprintf(d->check.label, sizeof(d->check.label), "%s", key);
@@ -344,18 +369,92 @@ static int rd_scan_find(struct rd *d, const char *key, struct rd_out *o)
 
 static int rd_scan_set_name(struct rd *d, const char *key, struct rd_out *o);
 
+/* scan_set='s first field without a name, as jive5ab takes it
+ * (scan_set_vbs.cc): the last scan this daemon recorded (while one
+ * records, the one before it); 6 when there is none */
+static int rd_scan_set_last(struct rd *d, struct rd_out *o)
+{
+	uint64_t no = d->cur.no;
+	if (no && d->recording)
+		no--;
+	if (!d->cur.no) {
+		rd_field(o, "there are no scans recorded in this session");
+		return VS_CONFLICT;
+	}
+	if (!no) {
+		rd_field(o, "not enough scans recorded yet (recording first scan)");
+		return VS_CONFLICT;
+	}
+	d->check = d->hist[no % RR_SEGQ];
+	d->check_nrec = 0;
+	return 0;
+}
+
+/* The oldest scan of the last RR_SEGQ, whose rd_scan hist[] keeps */
+static uint64_t rd_hist_lo(const struct rd *d)
+{
+	return d->scans > RR_SEGQ ? d->scans - RR_SEGQ + 1 : 1;
+}
+
+/* scan_set = inc | dec : jive5ab's step through this session's scans from
+ * scan_set's (inc the next newer, wrapping to the oldest; dec the next
+ * older, wrapping to the newest).  recfsd's session list is its last
+ * RR_SEGQ scans: the steps wrap round within them. */
+static int rd_scan_set_step(struct rd *d, bool inc, struct rd_out *o)
+{
+	if (d->check_nrec || !d->check.no) {
+		rd_field(o, "there is no recorded scan to %s from", inc ? "increment" : "decrement");
+		return VS_CONFLICT;
+	}
+	uint64_t no = d->check.no, lo = rd_hist_lo(d);
+	if (inc)
+		no = no < lo || no >= d->scans ? lo : no + 1;
+	else
+		no = no <= lo ? d->scans : no - 1;
+	d->check = d->hist[no % RR_SEGQ];
+	d->check_nrec = 0;
+	return 0;
+}
+
+/* scan_set = next : jive5ab's next scan of this session (recfsd: of its
+ * last RR_SEGQ), after scan_set's, whose name holds the last search's
+ * text (case ignored, wrapping round); else that text looked up as a
+ * name again */
+static char rd_search[RECFS_NAME_MAX + 1]; /* under d->lock */
+static int rd_scan_set_next(struct rd *d, struct rd_out *o)
+{
+	if (!rd_search[0]) {
+		rd_field(o, "no search string given yet");
+		return VS_FAILED;
+	}
+	uint64_t lo = rd_hist_lo(d), no = d->check_nrec ? 0 : d->check.no;
+	if (no < lo || no > d->scans)
+		no = d->scans; /* from the window's start */
+	for (uint64_t k = lo; d->scans && k <= d->scans; k++) {
+		no = no >= d->scans ? lo : no + 1;
+		const struct rd_scan *sc = &d->hist[no % RR_SEGQ];
+		if (sc->no == no && strcasestr(sc->name, rd_search)) {
+			d->check = *sc;
+			d->check_nrec = 0;
+			return 0;
+		}
+	}
+	return rd_scan_set_name(d, rd_search, o);
+}
+
 int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 {
-	if (np < 1 || !p[0][0]) {
-		rd_field(o, "scan_set = SCAN# or NAME");
-		return VS_PARAM;
+	/* jive5ab: not while a transfer runs (its INPROGRESS) */
+	if (atomic_load(&d->d2f.active)) {
+		rd_field(o, "not whilst disk2file is in progress");
+		return VS_CONFLICT;
 	}
 	/* the FS sends scan_set = LABEL :  :  ; with empty offsets: the
-	 * whole scan, as jive5ab takes them; given ones are checked now and
-	 * taken against the recording disk2file= copies (8 there when out of
-	 * it) */
+	 * whole scan, as jive5ab takes them; given ones are checked against
+	 * the recording disk2file= copies now when it is sealed (8 when out
+	 * of it, the choice unchanged), and again at disk2file= */
 	if (np > 3) {
-		rd_field(o, "scan_set = SCAN# or NAME [: START [: END]]");
+		rd_field(o, "scan_set = [SCAN# | NAME | inc | dec | next] [: START [: END]]");
 		return VS_PARAM;
 	}
 	for (unsigned k = 1; k < np; k++) {
@@ -367,9 +466,44 @@ int rd_scan_set(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		if (p[k][0] && rd_scan_off(d, p[k], k == 1, NULL, 0, &v, o))
 			return VS_PARAM;
 	}
-	int rc = rd_scan_set_name(d, p[0], o);
+	/* the choice as it was, should an offset not fit the new one */
+	static struct rd_scan check0;
+	static char recs0[RD_MAX_STREAMS][RECFS_NAME_MAX + 1];
+	static char search0[sizeof(rd_search)];
+	unsigned nrec0 = d->check_nrec;
+	check0 = d->check;
+	memcpy(recs0, d->check_recs, sizeof(recs0));
+	memcpy(search0, rd_search, sizeof(search0));
+	int rc;
+	if (np == 0 || !p[0][0])
+		rc = rd_scan_set_last(d, o);
+	else if (!strcmp(p[0], "inc") || !strcmp(p[0], "dec"))
+		rc = rd_scan_set_step(d, p[0][0] == 'i', o);
+	else if (!strcmp(p[0], "next"))
+		rc = rd_scan_set_next(d, o);
+	else {
+		rc = rd_scan_set_name(d, p[0], o);
+		if (!rc && p[0][strspn(p[0], "0123456789")])
+			snprintf(rd_search, sizeof(rd_search), "%s", p[0]);
+	}
 	if (rc)
 		return rc;
+	uint64_t start = 0, end;
+	struct recfs_rec rec;
+	if (np > 1 && (p[1][0] || (np > 2 && p[2][0])) && rd_d2f_rec(d, &rec, o) == 0) {
+		end = rec.committed_len;
+		if ((p[1][0] && rd_scan_off(d, p[1], true, &rec, 0, &start, o)) ||
+		    (np > 2 && p[2][0] && rd_scan_off(d, p[2], false, &rec, start, &end, o))) {
+			d->check = check0;
+			d->check_nrec = nrec0;
+			memcpy(d->check_recs, recs0, sizeof(recs0));
+			memcpy(rd_search, search0, sizeof(search0));
+			return VS_PARAM;
+		}
+	}
+	o->used = 0; /* a recording not sealed yet: its offsets at disk2file= */
+	o->n = 0;
+	o->buf[0] = 0;
 	memset(d->check_off, 0, sizeof(d->check_off));
 	for (unsigned k = 1; k < np; k++)
 		snprintf(d->check_off[k - 1], sizeof(d->check_off[0]), "%s", p[k]);

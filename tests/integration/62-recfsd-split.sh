@@ -108,7 +108,7 @@ check "scan_check? K: every lane's recording named" \
 # 40 per-lane replies on one line: all answered (queued whole before any
 # was sent, replies once went over the 64 KiB a client may leave unread,
 # and the client was dropped)
-got=$(vsi "$(for i in $(seq 40); do printf 'scan_check? %d;' $((i % 16)); done)")
+got=$(vsi "$(for i in $(seq 40); do printf 'scan_check? : : %d;' $((i % 16)); done)")
 check "40 scan_check? K on a line: 40 whole replies on one line (${#got} bytes)" \
 	test "$(grep -o "!scan_check ? 0 : [^!]*${long}_t[0-9]* : VDIF : [^!]* ;" <<<"$got" | wc -l)" = 40
 stop_recfsd

@@ -62,14 +62,16 @@ len=$(recfs ls --json "$PACK" | python3 -c 'import json,sys; print([r["size"] fo
 check "scan_check? fields as the FS reads them: scan#, name, VDIF, tracks x threads, start, length, track rate, missing, frame size; then recordings, bytes, lost frames ($sc)" \
 	grep -Eqx "!scan_check \\? 0 : 1 : r41234_Mh_no0001 : VDIF : 2 : 20[0-9]{2}y[0-9]{3}d[0-9]{2}h[0-9]{2}m[0-9]{2}\\.[0-9]{4}s : [0-9]+\\.[0-9]{4}s : [0-9.]+ : 0 : 8032 : 1 : $len : 0 ;" <<<"$sc"
 expect_reply "scan_set=1" "scan_set=1" '!scan_set = 0 ;'
-expect_reply "scan_set?" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 ;'
+expect_reply "scan_set? scan# : name : start byte : end byte, as jive5ab" "scan_set?" "!scan_set \\? 0 : 1 : r41234_Mh_no0001 : 0 : $len ;"
 expect_reply "scan_set by name" "scan_set=r41234_Mh_no0001" '!scan_set = 0 ;'
 expect_reply "scan_set= an unknown scan" "scan_set=7" "!scan_set = 8 : no scan or recording '7' on the pack ;"
-expect_reply "scan_set= with jive5ab's offsets" "scan_set=1:+10s" '!scan_set = 0 ;'
-expect_reply "scan_set? names them" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 : \+10s :  ;'
+expect_reply "scan_set= with jive5ab's offsets" "scan_set=1:+0.1s" '!scan_set = 0 ;'
+expect_reply "scan_set? their bytes" "scan_set?" "!scan_set \\? 0 : 1 : r41234_Mh_no0001 : [1-9][0-9]* : $len ;"
+expect_reply "scan_set= an offset past the recording's end is refused there, as jive5ab refuses it" "scan_set=1:+1000s" \
+	"!scan_set = 8 : scan pointer offset\\(s\\) are out of bound .*"
 expect_reply "scan_set= a plain byte number is refused, as jive5ab refuses it" "scan_set=1:100" \
 	"!scan_set = 8 : START '100' is not one of jive5ab's offsets \\(relative bytes .*"
-expect_reply "scan_set?: the refused one changed nothing" "scan_set?" '!scan_set \? 0 : 1 : r41234_Mh_no0001 : \+10s :  ;'
+expect_reply "scan_set?: the refused ones changed nothing" "scan_set?" "!scan_set \\? 0 : 1 : r41234_Mh_no0001 : [1-9][0-9]* : $len ;"
 expect_reply "scan_set= with empty offsets, as the FS sends it" "scan_set = r41234_Mh_no0001 :  :  " '!scan_set = 0 ;'
 free=$(recfs info "$PACK" | awk '/^free/{print $2}')
 expect_reply "dir_info? recordings, bytes, total (as jive5ab), free" "dir_info?" "!dir_info \\? 0 : 1 : $len : [0-9]+ : [0-9]+ ;"
@@ -78,7 +80,7 @@ expect_reply "delete= a recording being... none: an unknown name" "delete=nope" 
 # recfs ctl, the small client: replies on stdout, exit 0 / 4 / 1
 run recfs ctl "$RD_CTL" 'record?' 'scan_set?'
 check "recfs ctl: two statements, two replies, exit 0 ($OUT)" \
-	test "$RC" = 0 -a "$OUT" = $'!record ? 0 : off ;\n!scan_set ? 0 : 1 : r41234_Mh_no0001 ;'
+	test "$RC" = 0 -a "$OUT" = $'!record ? 0 : off ;\n!scan_set ? 0 : 1 : r41234_Mh_no0001 : 0 : '"$len ;"
 run recfs ctl "$RD_CTL" 'record=off'
 check "recfs ctl: a refusal (rc 6) exits 4 ($OUT)" test "$RC" = 4 -a "$OUT" = '!record = 6 : not recording ;'
 run recfs ctl "$RD_CTL" - <<<$'status?\n\nversion?'

@@ -7,7 +7,8 @@
 # record=on:LABEL / record=off:LABEL and checkfb (scan_check?, status?)
 # after each, evlbi?/tstat/rtime?/set_disks?, the FS's data pull
 # (scan_set with empty offsets, disk2file, a member refused as its
-# destination), a restarted schedule repeating a label, drudg's Mark6 line,
+# destination; the FS's own disk2file= lines and drudg's, checked byte
+# for byte), a restarted schedule repeating a label, drudg's Mark6 line,
 # the control port against idle and dripping connections, SIGHUP mid-scan;
 # every reply asserted, every recording compared frame by frame with what
 # was sent.
@@ -164,6 +165,49 @@ ok("disk2file? inactive when done, naming the file", r == "!disk2file ? 0 : inac
 ok("disk2file: the file is frames 1-60 of scan 15, as sent", open(pull, "rb").read() == b"".join(sent["r41234_mh_no0015"][1:61]))
 r = txn("disk2file = %s : : : n ;\n" % pull, 6, "disk2file= n onto an existing file is refused", ip=-906)
 txn("scan_set = r41234_mh_no0020 ;\n", 0, "scan_set= back to the last scan")
+
+# the FS's own disk2file=LABEL,DEST,START,END: the lines quikv/disk2file.c
+# builds (its scan_set = ; work-around, then clib/disk2file_util.c's
+# disk2file_2_m5_scan_set and disk2file_2_m5, byte for byte with their
+# trailing spaces), sent as mk5cn sends a command's lines: one at a time,
+# the rest dropped at the first error
+def fs_disk2file(label, dest, start, end, desc):
+    lines = ["scan_set = ; \n", "scan_set = %s : %s : %s ; \n " % (label, start, end),
+             "disk2file = %s : : : w ; \n " % dest]
+    got = []
+    for ln in lines:
+        ip2, rc, r = fs.send(ln)
+        got.append((rc, r))
+        if ip2:
+            break
+    ok(desc + ": scan_set = ; 0, scan_set= 0, disk2file= 1", [g[0] for g in got] == [0, 0, 1], got)
+    for _ in range(400):
+        r = txn("disk2file?\n", 0, desc + ": disk2file?")
+        if ": inactive" in r:
+            break
+        time.sleep(0.01)
+    ok(desc + ": disk2file? inactive when done, naming the file", r == "!disk2file ? 0 : inactive : %s ;\n" % dest, r)
+    return open(dest, "rb").read() if os.path.exists(dest) else b""
+got = fs_disk2file("r41234_mh_no0015", os.path.join(tdir, "fs15.m5a"), "", "", "FS disk2file=LABEL,DEST")
+ok("FS disk2file=LABEL,DEST: the file is scan 15 whole, as sent", got == b"".join(sent["r41234_mh_no0015"]), len(got))
+# the FS's disk2file display (quikv/disk2file.c: disk2file?, scan_set?)
+d2f = mk5cn.parse_disk2file(txn("disk2file?\n", 0, "the FS's disk2file display: disk2file?"))
+ok("disk2file? as the FS's m5_2_disk2file reads it", d2f == dict(status="inactive", destination=os.path.join(tdir, "fs15.m5a")), d2f)
+r = txn("scan_set?\n", 0, "the FS's disk2file display: scan_set?")
+ok("scan_set? : 15 : NAME : 0 : its bytes, as jive5ab", r == "!scan_set ? 0 : 15 : r41234_mh_no0015 : 0 : %d ;\n" % (100 * F), r)
+# drudg's line (snap.f: disk2file=,DEST,HHhMMmSS.SSs,HHhMMmSS.SSs,): no
+# label, the last scan (20, from 03h03m10s); VEX times of its day
+got = fs_disk2file("", os.path.join(tdir, "drudg20.m5a"), "03h03m10.50s", "03h03m11.00s", "drudg's disk2file= of the last scan")
+ok("drudg's disk2file=: the file is scan 20's frames 25-49 (10.5 s to 11.0 s)", got == b"".join(sent["r41234_mh_no0020"][25:50]), len(got))
+# drudg writes seconds under 10 as f5.2 does, with a leading space (scan 19 from 03h03m00s)
+got = fs_disk2file("r41234_mh_no0019", os.path.join(tdir, "drudg19.m5a"), "03h03m 0.50s", "03h03m 1.00s", "drudg's f5.2 seconds")
+ok("drudg's f5.2 seconds: scan 19's frames 25-49", got == b"".join(sent["r41234_mh_no0019"][25:50]), len(got))
+# disk2file=abort,, (snap_disk2file_abort.f) with nothing running: jive5ab's 6
+r = txn("reset=abort;\n", 6, "disk2file=abort with nothing running", ip=-906)
+ok("reset=abort with nothing running says so", "nothing running to abort" in r, r)
+txn("scan_set = ; \n", 0, "scan_set = ; the last scan")
+r = txn("scan_set?\n", 0, "scan_set?")
+ok("scan_set = ; chose the last scan", r.startswith("!scan_set ? 0 : 20 : r41234_mh_no0020"), r)
 
 # the schedule restarted after a crash: a label recorded already
 label = "r41234_mh_no0005"

@@ -227,21 +227,22 @@ ok("scan_info? 5 by name: performance 0", f[3:6] == ["5", "r41234_mh_no0005", "c
 # scan_check? sums both recordings (jive5ab's '?' for its number)
 r = txn("scan_set=r41234_mh_no0001;\n", 0, "scan_set= scan 1, older than the last 8")
 r = txn("scan_set?;\n", 0, "scan_set?")
-ok("scan_set? names scan 1, number '?'", r == "!scan_set?0:?:r41234_mh_no0001;\n", r)
+ok("scan_set? names scan 1, number '?'", r == "!scan_set?0:?:r41234_mh_no0001:0:%d;\n" % (100 * F), r)
 sc = txn("scan_check?;\n", 0, "scan_check? of scan 1")
 tm = time.gmtime(start)
 ok("scan_check? of scan 1: both recordings, 64 tracks, START's second, 2 s, nothing missing",
    sc == "!scan_check?0:?:r41234_mh_no0001:VDIF:64:%04dy%03dd%02dh%02dm%02d.0000s:2.0000s:0.100000:0:8032:2:%d:0;\n"
    % (tm.tm_year, tm.tm_yday, tm.tm_hour, tm.tm_min, tm.tm_sec, 2 * 100 * F), sc)
-sc = txn("scan_check?1;\n", 0, "scan_check? 1 of scan 1")
+sc = txn("scan_check?::1;\n", 0, "scan_check? ::1 of scan 1")
+ok("scan_check?1 (jive5ab's strict): the whole scan", txn("scan_check?1;\n", 0, "scan_check?1").startswith("!scan_check?0:?:r41234_mh_no0001:VDIF:64:"))
 ok("scan_check? 1: recording b alone", sc.startswith("!scan_check?0:?:r41234_mh_no0001_b:VDIF:32:"), sc)
 r = txn("scan_set=2;\n", 8, "scan_set= by the number of a scan older than the last 8")
 ok("scan_set= an old number: refused, its name asked for", "scan 2 is older than the last 8" in r, r)
-ok("scan_set= an old number: the choice unchanged", txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0001;\n")
+ok("scan_set= an old number: the choice unchanged", txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0001:0:%d;\n" % (100 * F))
 # jive5ab's search: a part of the name, case ignored, the newest match
 r = txn("scan_set=NO0002;\n", 0, "scan_set= a part of a name")
 ok("scan_set= a part of the name finds scan 2's recordings",
-   txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0002;\n" and
+   txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0002:0:%d;\n" % (100 * F) and
    txn("scan_check?;\n", 0, "scan_check?").startswith("!scan_check?0:?:r41234_mh_no0002:VDIF:64:"))
 
 # disk2file= of a scan's second recording: scan_set= names it
@@ -269,15 +270,18 @@ for i, (sel, want, desc) in enumerate([
         ("r41234_mh_no0003_b:%s:-%d" % (time.strftime("%Yy%jd%Hh%Mm%Ss", time.gmtime(t3 + 1)), 10 * F), fb[50:90],
          "a VEX time : -bytes"),
         ("r41234_mh_no0003_b:s+", b"".join(fb)[65536:], "s+"),
+        ("r41234_mh_no0003_b:03h00m11.5s:+0.5s", fb[75:100], "a VEX time's lower fields, a fraction : +0.5s"),
         ("r41234_mh_no0003_b:c:-0", b"".join(fb)[len(fb) * F // 2:], "c : -0")]):
     dest = os.path.join(tdir, "off%d.m5a" % i)
     pull(sel, dest, "", want if isinstance(want, bytes) else b"".join(want), "offsets " + desc)
-r = txn("scan_set=r41234_mh_no0003_b:e;\n", 0, "scan_set= e (1 MB before the end)")
-r = txn("disk2file=%s/e.m5a;\n" % tdir, 8, "disk2file= of e in a recording under 1 MB")
-ok("e in a recording under 1 MB: out of bound, no file", "out of bound" in r and not os.path.exists(tdir + "/e.m5a"), r)
-for bad in ["8032", "+1x", "+1.5m", "+s", "2026y328d03h00m11.5s", "+99999999999999999999999"]:
+# offsets are checked at scan_set= as jive5ab checks them there (8, the
+# choice unchanged): e (1 MB before the end) in a recording under 1 MB
+r = txn("scan_set=r41234_mh_no0003_b:e;\n", 8, "scan_set= e (1 MB before the end) in a recording under 1 MB")
+ok("e in a recording under 1 MB: out of bound", "out of bound" in r, r)
+for bad in ["8032", "+1x", "+1.5m", "+s", "2026y328d25h00m11.5s", "03h61m", "2026y366d03h00m11s", "00m10.5.5s", "03h10s", "+99999999999999999999999",
+            "+%d" % (len(fb) * F + 1), "03h00m13s"]:
     r = txn("scan_set=r41234_mh_no0003_b:%s;\n" % bad, 8, "scan_set= offset %s refused" % bad)
-ok("a refused offset leaves scan_set as it was", txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0003_b:e:;\n")
+ok("a refused offset leaves scan_set as it was", txn("scan_set?;\n", 0, "scan_set?") == "!scan_set?0:?:r41234_mh_no0003_b:%d:%d;\n" % (len(fb) * F // 2, len(fb) * F))
 fa, fb = sent["r41234_mh_no0011"]
 pull("r41234_mh_no0011_b", os.path.join(tdir, "b11.m5a"), ":::n", b"".join(fb),
      "scan 11 (the last), recording b whole")

@@ -13,6 +13,7 @@ The parsers are ported from the FS's C (not copied: the same field order,
 the same m5 decoders' rules):
   scan_check?  clib/scan_check_util.c, m5_2_scan_check (FLEXBUFF: mk5b branch)
   record?      clib/disk_record_util.c, m5_2_disk_record
+  disk2file?   clib/disk2file_util.c, m5_2_disk2file
   mode?        clib/mk5b_mode_util.c, m5_2_mk5b_mode (VDIF magic branch)
   status?      clib/mk5_status_util.c, mk5_status_get_status / _get_error
   fb_status    quikv/mk5_status.c, mk5_status (the status?/error? loop)
@@ -158,6 +159,17 @@ def parse_record(reply):
             out["label"] = m5string_decode(v)
         else:
             break
+    return out
+
+
+def parse_disk2file(reply):
+    """clib/disk2file_util.c m5_2_disk2file: status, destination, start,
+    current and end bytes (%Ld), option; later fields ignored."""
+    f = _fields(reply)
+    out = {}
+    keys = [("status", 33), ("destination", 129), ("start", 0), ("current", 0), ("end", 0), ("option", 33)]
+    for (k, size), v in zip(keys, f):
+        out[k] = m5string_decode(v, size) if size else m5sscanf_int(v)
     return out
 
 

@@ -57,7 +57,7 @@ wait_reply() {
 scan_checked() {
 	local i got
 	for ((i = 0; i < 200; i++)); do
-		got=$(vsi "scan_check?${1:+ $1}")
+		got=$(vsi "scan_check?${1:+ : : $1}")
 		[[ $got == '!scan_check ? 5 '* ]] || break
 		sleep 0.1
 	done
