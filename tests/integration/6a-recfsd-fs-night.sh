@@ -3,7 +3,8 @@
 # tests/tools/mk5cn.py talks as mk5cn/mk5cn.c does (one connection, the
 # FS's own strings, replies read into 1024 bytes, its rc rule) and parses
 # replies with the FS's parsers.  Initialisation, setup (mode, mtu,
-# net_protocol as the FS asks above 4 Gbit/s, nthread), 20 scans with
+# net_protocol as the FS asks above 4 Gbit/s, nthread, drudg's thread
+# procedure's datastream lines), 20 scans with
 # record=on:LABEL / record=off:LABEL and checkfb (scan_check?, status?)
 # after each, evlbi?/tstat/rtime?/set_disks?, the FS's data pull
 # (scan_set with empty offsets, disk2file, a member refused as its
@@ -85,6 +86,12 @@ txn("net_protocol = udpsnor : 128000000 : 256000000 : 4 ;\n", 0, "net_protocol= 
 txn("record = nthread : : 2 ;\n", 0, "record=nthread (fb_mode)")
 r = txn("record? nthread ;\n", 0, "record? nthread")
 ok("record? nthread: readers and writers", r.rstrip("\n").endswith(": 0 : 2 ;"), r)
+# drudg's thread procedure (proc_thread.f) for vdif_single_thread_per_file
+# no, each line as quikv/mk5.c relays an fb= argument (the text and \n)
+txn("datastream=clear\n", 0, "fb=datastream=clear (proc_thread.f)")
+txn("datastream=reset\n", 0, "fb=datastream=reset (proc_thread.f)")
+r = txn("datastream?\n", 0, "datastream?")
+ok("datastream?: none defined, one recording per scan", r == "!datastream ? 0 : 0 ;\n", r)
 
 # 20 scans
 t = calendar.timegm((2026, 11, 24, 3, 0, 0))
