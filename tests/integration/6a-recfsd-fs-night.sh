@@ -30,17 +30,8 @@ from vsi import split
 host, cport = split(sys.argv[2])
 dport, tdir = int(sys.argv[3]), sys.argv[4]
 fs = mk5cn.MK5CN(host, cport)
-fails = []
-def ok(desc, cond, info=""):
-    print(("ok: " if cond else "FAILED: ") + desc + (" (%s)" % info if info and not cond else ""))
-    if not cond:
-        fails.append(desc)
-def txn(text, want_rc, desc, ip=None):
-    """one FS transaction; the rc mk5cn finds, and the ip[2] it reports"""
-    ip2, rc, reply = fs.send(text)
-    ok(desc + ": rc %s" % want_rc, rc == want_rc and (ip2 == 0 if ip is None else ip2 == ip),
-       "ip2 %s rc %s reply %r" % (ip2, rc, reply))
-    return reply
+chk = mk5cn.Checks(fs)
+ok, txn = chk.ok, chk.txn
 
 # VDIF as a DBBC3 sends it: 8000-byte payloads, 16 channels of 2 bits (32
 # tracks), one thread, 50 frames a second; the udps prefix: a sequence
@@ -158,7 +149,7 @@ def digest(path):
     return hashlib.sha256(open(path, "rb").read()).hexdigest()
 txn("scan_set = r41234_mh_no0015 :  :  ;\n", 0, "scan_set= with the FS's empty offsets")
 before = digest(member)
-r = txn("disk2file = %s : 0 : +100000 : w ;\n" % member, 6, "disk2file= onto a pack member (w) is refused", ip=-906)
+r = txn("disk2file = %s : 0 : +100000 : w ;\n" % member, 6, "disk2file= onto a pack member (w) is refused")
 ok("disk2file= onto a member: refused naming it, the member unchanged",
    "member" in r and digest(member) == before, r)
 pull = os.path.join(tdir, "pull.m5a")
@@ -170,7 +161,7 @@ for _ in range(400):
     time.sleep(0.01)
 ok("disk2file? inactive when done, naming the file", r == "!disk2file ? 0 : inactive : %s ;\n" % pull, r)
 ok("disk2file: the file is frames 1-60 of scan 15, as sent", open(pull, "rb").read() == b"".join(sent["r41234_mh_no0015"][1:61]))
-r = txn("disk2file = %s : : : n ;\n" % pull, 6, "disk2file= n onto an existing file is refused", ip=-906)
+r = txn("disk2file = %s : : : n ;\n" % pull, 6, "disk2file= n onto an existing file is refused")
 txn("scan_set = r41234_mh_no0020 ;\n", 0, "scan_set= back to the last scan")
 
 # the FS's own disk2file=LABEL,DEST,START,END: the lines quikv/disk2file.c
@@ -210,7 +201,7 @@ ok("drudg's disk2file=: the file is scan 20's frames 25-49 (10.5 s to 11.0 s)", 
 got = fs_disk2file("r41234_mh_no0019", os.path.join(tdir, "drudg19.m5a"), "03h03m 0.50s", "03h03m 1.00s", "drudg's f5.2 seconds")
 ok("drudg's f5.2 seconds: scan 19's frames 25-49", got == b"".join(sent["r41234_mh_no0019"][25:50]), len(got))
 # disk2file=abort,, (snap_disk2file_abort.f) with nothing running: jive5ab's 6
-r = txn("reset=abort;\n", 6, "disk2file=abort with nothing running", ip=-906)
+r = txn("reset=abort;\n", 6, "disk2file=abort with nothing running")
 ok("reset=abort with nothing running says so", "nothing running to abort" in r, r)
 txn("scan_set = ; \n", 0, "scan_set = ; the last scan")
 r = txn("scan_set?\n", 0, "scan_set?")
@@ -291,7 +282,7 @@ json.dump({k: len(v) for k, v in sent.items()}, open(os.path.join(tdir, "sent.js
 with open(os.path.join(tdir, "frames.bin"), "wb") as f:
     for k in sorted(sent):
         f.write(b"".join(sent[k]))
-sys.exit(1 if fails else 0)
+chk.done()
 PY
 echo "$OUT"
 check "the FS's night went through (failed: $(grep -c '^FAILED' <<<"$OUT"))" test "$RC" = 0

@@ -33,15 +33,8 @@ from vsi import split
 host, cport = split(sys.argv[2])
 pa, pb, tdir, members = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6].split(",")
 m6 = mk5cn.MK5CN(host, cport)
-fails = []
-def ok(desc, cond, info=""):
-    print(("ok: " if cond else "FAILED: ") + desc + (" (%s)" % (info,) if not cond else ""))
-    if not cond:
-        fails.append(desc)
-def txn(text, want_rc, desc):
-    ip2, rc, reply = m6.send(text)
-    ok("%s: rc %s" % (desc, want_rc), rc == want_rc, "ip2 %s rc %s reply %r" % (ip2, rc, reply))
-    return reply
+chk = mk5cn.Checks(m6)
+ok, txn = chk.ok, chk.txn
 def fields(reply):
     """cplane's reply split as written (Response.py: '!' NAME ('?'|'=')
     then the fields joined by ':', ';'): [rc, cplane rc, ...]"""
@@ -290,7 +283,7 @@ pull("r41234_mh_no0001", os.path.join(tdir, "a1.m5a"), ":::n", b"".join(fa),
      "scan 1 by its name: its first recording, a")
 r = txn("scan_info?1;\n", 8, "scan_info? of a scan older than the last 8")
 m6.close()
-sys.exit(1 if fails else 0)
+chk.done()
 PY
 echo "$OUT"
 check "a Mark6 session on recfsd (failed: $(grep -c '^FAILED' <<<"$OUT"))" test "$RC" = 0

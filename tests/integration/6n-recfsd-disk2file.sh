@@ -27,15 +27,8 @@ from vsi import split
 host, cport = split(sys.argv[2])
 dport, tdir = int(sys.argv[3]), sys.argv[4]
 fs = mk5cn.MK5CN(host, cport)
-fails = []
-def ok(desc, cond, info=""):
-    print(("ok: " if cond else "FAILED: ") + desc + (" (%r)" % (info,) if not cond else ""))
-    if not cond:
-        fails.append(desc)
-def txn(text, want_rc, desc):
-    ip2, rc, reply = fs.send(text)
-    ok("%s: rc %s" % (desc, want_rc), rc == want_rc, "rc %s reply %r" % (rc, reply))
-    return reply
+chk = mk5cn.Checks(fs)
+ok, txn = chk.ok, chk.txn
 def scan_set_q():
     return fs.send("scan_set?\n")[2]
 
@@ -256,7 +249,7 @@ for want in [10, 3, 4]:
     r = scan_set_q()
     ok("scan_set= search, next: scan %d" % want, r.startswith("!scan_set ? 0 : %d : t1_no%04d : " % (want, want)), r)
 fs.close()
-sys.exit(1 if fails else 0)
+chk.done()
 PY
 echo "$OUT"
 check "scan_set forms, disk2file and reset=abort (failed: $(grep -c '^FAILED' <<<"$OUT"))" test "$RC" = 0

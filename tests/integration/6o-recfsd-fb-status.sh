@@ -26,11 +26,8 @@ from vsi import split
 host, cport = split(sys.argv[2])
 dport = int(sys.argv[3])
 fs = mk5cn.MK5CN(host, cport)
-fails = []
-def ok(desc, cond, info=""):
-    print(("ok: " if cond else "FAILED: ") + desc + (" (%s)" % info if not cond else ""))
-    if not cond:
-        fails.append(desc)
+chk = mk5cn.Checks(fs)
+ok = chk.ok
 def q(text):
     return fs.send(text)[2].rstrip("\n")
 def wait(text, pred, secs=20.0):
@@ -127,7 +124,7 @@ ok("two errors: status, b2, status, b3, status", len(lines) == 5 and "'b2'" in l
    and lines[4] == "fb_status/status,0x00000001", lines)
 ok("two errors: -302 once", errs == [-302], errs)
 fs.close()
-sys.exit(1 if fails else 0)
+chk.done()
 PY
 echo "$OUT"
 check "the FS's fb_status loop against recfsd" test "$RC" = 0
@@ -211,15 +208,10 @@ import mk5cn
 from vsi import split
 host, cport = split(sys.argv[2])
 fs = mk5cn.MK5CN(host, cport)
-fails = []
-def ok(desc, cond, info=""):
-    print(("ok: " if cond else "FAILED: ") + desc + (" (%s)" % info if not cond else ""))
-    if not cond:
-        fails.append(desc)
+chk = mk5cn.Checks(fs)
+ok = chk.ok
 def txn(text, want_rc, desc):
-    ip2, rc, r = fs.send(text)
-    ok(desc + ": rc %d" % want_rc, rc == want_rc and ip2 == (0 if want_rc in (0, 1) else -900 - want_rc), r)
-    return r.rstrip("\n")
+    return chk.txn(text, want_rc, desc).rstrip("\n")
 txn("mode = mark5b-2048-16-2 ; \n", 0, "fb_mode: mode = mark5b-2048-16-2")
 r = txn("mode?\n", 0, "mode?")
 m = mk5cn.parse_mode(r)
@@ -256,7 +248,7 @@ for _ in range(400):
 ok("record? counts every byte", r.rstrip(" ;\n").endswith(" %d" % len(want)), r)
 txn("record = off : m5b_scan ;\n", 1, "record=off")
 fs.close()
-sys.exit(1 if fails else 0)
+chk.done()
 PY
 echo "$OUT"
 check "the FS's fb_mode for a Mark5B source, and a scan" test "$RC" = 0

@@ -337,3 +337,31 @@ class MK5CN:
 
     def close(self):
         self.s.close()
+
+
+class Checks:
+    """The tests' assertions over one MK5CN connection: ok() prints an
+    'ok:' or 'FAILED:' line (tests/run.sh counts them through the shell's
+    check on the exit status), txn() is one FS transaction expecting an rc,
+    and with it the ip[2] mk5cn reports (0, or -900-rc), unless ip names
+    another; done() exits 1 when anything failed."""
+
+    def __init__(self, fs):
+        self.fs = fs
+        self.fails = []
+
+    def ok(self, desc, cond, info=""):
+        print(("ok: " if cond else "FAILED: ") + desc + (" (%s)" % (info,) if info != "" and not cond else ""))
+        if not cond:
+            self.fails.append(desc)
+        return cond
+
+    def txn(self, text, want_rc, desc, ip=None):
+        ip2, rc, reply = self.fs.send(text)
+        want_ip = ip if ip is not None else (0 if want_rc in (0, 1) else -900 - want_rc)
+        self.ok("%s: rc %s" % (desc, want_rc), rc == want_rc and ip2 == want_ip,
+                "ip2 %s rc %s reply %r" % (ip2, rc, reply))
+        return reply
+
+    def done(self):
+        raise SystemExit(1 if self.fails else 0)
