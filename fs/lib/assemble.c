@@ -301,8 +301,10 @@ int recfs_pack_open_devs(struct recfs_dev **devs, unsigned n, unsigned flags,
 		if (flags & RECFS_O_DEGRADED)
 			continue;
 		recfs_uuid_unparse(p->sb.member_uuids[i], u);
-		err = recfs_seterr(-ENXIO, "pack '%s' has %u members: member %u (UUID %s) is missing",
-				   p->sb.label, p->sb.member_count, i, u);
+		/* a pack without a label is "the pack", not "pack ''" */
+		err = recfs_seterr(-ENXIO, "%s%s%s has %u members: member %u (UUID %s) is missing",
+				   p->sb.label[0] ? "pack '" : "the pack", p->sb.label,
+				   p->sb.label[0] ? "'" : "", p->sb.member_count, i, u);
 		goto out_close_devs;
 	}
 	if ((flags & RECFS_O_RDWR) && p->present != p->sb.member_count) {

@@ -421,6 +421,25 @@ const struct rr_member_stat *rr_member_stat(const struct rr *r, unsigned member)
 	return &r->mst[member];
 }
 
+int rr_pack_open(const char *spec, struct recfs_pack **p)
+{
+	int err = recfs_pack_open(spec, RECFS_O_RDWR, p);
+	if (err)
+		return err;
+	const struct recfs_geom *g = recfs_pack_geom(*p);
+	for (unsigned i = 0; i < g->members; i++) {
+		struct recfs_dev *d = recfs_pack_dev(*p, i);
+		if (!d || d->fd < 0) {
+			err = recfs_seterr(-ENODEV, "%s: member %u is %s", spec, i,
+					   d ? "not a file or block device" : "missing");
+			recfs_pack_close(*p);
+			*p = NULL;
+			return err;
+		}
+	}
+	return 0;
+}
+
 struct rr_gflush *rr_gflush_new(void)
 {
 	struct rr_gflush *g = calloc(1, sizeof(*g));

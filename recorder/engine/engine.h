@@ -189,6 +189,11 @@ uint32_t rr_strip(const struct rr *r);
 uint64_t rr_rcvbuf(const struct rr *r);
 void rr_set_rcvbuf(struct rr *r, uint64_t rcvbuf); /* what status? reports */
 
+/* The pack opened read-write for recording (the writer's lock held until
+ * it is closed), every member present: a degraded pack records nothing.
+ * 0, or -errno with recfs_errmsg(). */
+int rr_pack_open(const char *spec, struct recfs_pack **p);
+
 /* One flush for a pack's committers (group commit): NULL out of memory. */
 struct rr_gflush *rr_gflush_new(void);
 void rr_gflush_free(struct rr_gflush *g);

@@ -368,19 +368,9 @@ static int rd_open_pack(struct rd *d)
 		fprintf(stderr, PROG ": out of memory\n");
 		return -1;
 	}
-	int err = recfs_pack_open(d->pack_spec, RECFS_O_RDWR, &d->p);
-	if (err) {
+	if (rr_pack_open(d->pack_spec, &d->p)) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 		return -1;
-	}
-	const struct recfs_geom *g = recfs_pack_geom(d->p);
-	for (unsigned i = 0; i < g->members; i++) {
-		struct recfs_dev *dv = recfs_pack_dev(d->p, i);
-		if (!dv || dv->fd < 0) {
-			fprintf(stderr, PROG ": %s: member %u is %s\n", d->pack_spec, i,
-				dv ? "not a file or block device" : "missing");
-			goto out_close;
-		}
 	}
 
 	/* scans a crash left unsealed hold their extents: seal them at their

@@ -239,19 +239,10 @@ static int check_args(int argc, char **argv, struct rr_conf *c, const struct rec
 static int open_pack(struct rr_conf *c)
 {
 	/* pack: the exclusive writer lock is held from here to the end */
-	int status = RR_EXIT_NOTHING, err = recfs_pack_open(c->pack_spec, RECFS_O_RDWR, &c->p);
-	if (err) {
+	int status = RR_EXIT_NOTHING;
+	if (rr_pack_open(c->pack_spec, &c->p)) {
 		fprintf(stderr, PROG ": %s\n", recfs_errmsg());
 		return RR_EXIT_NOTHING;
-	}
-	const struct recfs_geom *g = recfs_pack_geom(c->p);
-	for (unsigned i = 0; i < g->members; i++) {
-		struct recfs_dev *d = recfs_pack_dev(c->p, i);
-		if (!d || d->fd < 0) {
-			fprintf(stderr, PROG ": %s: member %u is %s\n", c->pack_spec, i,
-				d ? "not a file or block device" : "missing");
-			goto out_close;
-		}
 	}
 	struct recfs_rec old;
 	if (recfs_rec_lookup(c->p, c->name, &old) == 0) {

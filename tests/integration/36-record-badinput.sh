@@ -72,4 +72,13 @@ check "--version" bash -c "recfs-record --version | grep -q '^recfs-record [0-9]
 check "play --help" bash -c "recfs-play --help | grep -q 'Usage: recfs-play'"
 expect_err "play: unknown recording" 1 "nope" recfs-play "$PACK" nope --udp 127.0.0.1:9
 expect_err "play: no destination" 1 "--udp HOST:PORT is required" recfs-play "$PACK" taken
+# a member left out: both recorders refuse the pack, naming the member, and
+# write nothing (a degraded pack is read-only)
+m0=${MEMBERS%% *}
+snap=$(snapshot $MEMBERS)
+expect_err "record: a member left out is named" 1 "^recfs-record: the pack has 2 members: member 1 \(UUID [0-9a-f-]+\) is missing$" \
+	$R "$m0" lone </dev/null
+expect_err "recfsd: a member left out is named" 1 "^recfsd: the pack has 2 members: member 1 \(UUID [0-9a-f-]+\) is missing$" \
+	recfsd -i udp:127.0.0.1:0 "$m0"
+expect_unchanged "a member left out" "$snap" $MEMBERS
 finish
