@@ -97,6 +97,23 @@ int rd_check_sealed(struct rd *d, struct rd_out *o)
 	return 0;
 }
 
+/* A scan's recording as the engine sealed it may since have been deleted
+ * (delete=) and its rows given to a later scan: is rec still on the
+ * directory, the same recording (its uid)?  When not, why in o and
+ * VS_CONFLICT. */
+int rd_rec_alive(struct rd *d, const struct recfs_rec *rec, struct rd_out *o)
+{
+	struct recfs_rec now;
+	pthread_mutex_lock(&d->pack_lock);
+	int err = recfs_rec_lookup(d->p, rec->name, &now);
+	pthread_mutex_unlock(&d->pack_lock);
+	if (err || now.uid != rec->uid) {
+		rd_field(o, "recording '%s' was deleted", rec->name);
+		return VS_CONFLICT;
+	}
+	return 0;
+}
+
 /* A scan or experiment name part: what recfs_name_check takes, no '_'
  * games: the name is built as jive5ab builds it, EXP_STATION_SCAN. */
 int rd_name_part(const char *s, size_t max)

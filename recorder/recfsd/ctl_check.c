@@ -390,7 +390,9 @@ int rd_scan_check(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		}
 		if (len == 0)
 			continue; /* nothing arrived: no recording */
-		int rc2 = rd_check_short(&a, name, len, o);
+		int rc2 = rd_rec_alive(d, &rec, o);
+		if (!rc2)
+			rc2 = rd_check_short(&a, name, len, o);
 		if (rc2)
 			return rc2;
 		/* a sealed recording does not change: read once per scan, so

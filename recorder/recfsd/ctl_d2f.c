@@ -273,7 +273,7 @@ int rd_d2f_rec(struct rd *d, struct recfs_rec *rec, struct rd_out *o)
 		rr_seg_result(d->st[i].r, d->check.seg, &res);
 		if (res.state == RR_SEG_SEALED && res.len) {
 			*rec = res.rec;
-			return 0;
+			return rd_rec_alive(d, rec, o);
 		}
 	}
 	rd_field(o, "scan %" PRIu64 " has no recording to copy", d->check.no);

@@ -440,9 +440,15 @@ int rd_delete(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	struct recfs_rec rec;
 	pthread_mutex_lock(&d->pack_lock);
 	int err = recfs_rec_lookup(d->p, p[0], &rec);
-	if (!err)
+	/* disk2file's copy reads its extent: not freed under it */
+	bool copying = !err && atomic_load(&d->d2f.active) && d->d2f.rec.uid == rec.uid;
+	if (!err && !copying)
 		err = recfs_rec_delete(d->p, rec.index, 0);
 	pthread_mutex_unlock(&d->pack_lock);
+	if (copying) {
+		rd_field(o, "'%.64s' is being copied by disk2file", p[0]);
+		return VS_CONFLICT;
+	}
 	if (err) {
 		rd_field(o, "%s", recfs_errmsg());
 		return err == -ENOENT ? VS_PARAM : VS_FAILED;

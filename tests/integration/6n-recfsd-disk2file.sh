@@ -176,6 +176,8 @@ r = txn("disk2file = %s/x.m5a : : : w ;\n" % tdir, 6, "disk2file= while one copi
 ok("disk2file= while one copies: jive5ab's 'not whilst', no file", "not whilst disk2file" in r and not os.path.exists(tdir + "/x.m5a"), r)
 r = txn("scan_set = ; \n", 6, "scan_set= while disk2file copies")
 ok("scan_set= while disk2file copies: not whilst", "not whilst disk2file is in progress" in r, r)
+r = txn("delete = t1_no0001 ;\n", 6, "delete= of the recording disk2file copies")
+ok("delete= of the recording being copied: refused, its rows stay under the copy", "being copied by disk2file" in r, r)
 t0 = time.monotonic()
 txn("reset=abort;\n", 0, "reset=abort (the FS's disk2file=abort)")
 dt = time.monotonic() - t0
@@ -248,6 +250,14 @@ for want in [10, 3, 4]:
         txn("scan_set = next ;\n", 0, "scan_set=next")
     r = scan_set_q()
     ok("scan_set= search, next: scan %d" % want, r.startswith("!scan_set ? 0 : %d : t1_no%04d : " % (want, want)), r)
+# a scan's recording deleted since (delete=, its rows free for the next
+# scan): disk2file= and scan_check? refuse it, they do not read the rows
+txn("delete = t1_no0010 ;\n", 0, "delete= scan 10's recording")
+txn("scan_set = 10 ;\n", 0, "scan_set=10, the scan whose recording was deleted")
+r = txn("disk2file = %s/gone.m5a : : : w ;\n" % tdir, 6, "disk2file= of a deleted recording")
+ok("disk2file= of a deleted recording: refused, no file", "was deleted" in r and not os.path.exists(tdir + "/gone.m5a"), r)
+r = txn("scan_check?\n", 6, "scan_check? of a deleted recording")
+ok("scan_check? of a deleted recording says so", "was deleted" in r, r)
 fs.close()
 chk.done()
 PY
