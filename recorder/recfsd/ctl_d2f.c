@@ -214,12 +214,20 @@ int rd_scan_off(struct rd *d, const char *s, bool is_start, const struct recfs_r
 				rd_field(o, "%.32s is before the recording's first frame", s);
 				return VS_PARAM;
 			}
-			v = (int64_t)((vex - first) * bps + 0.5);
+			/* past the recording: out of bound, never a cast of a
+			 * double out of range (undefined; 0 on x86-64) */
+			double x = (vex - first) * bps + 0.5;
+			v = x <= (double)len ? (int64_t)x : (int64_t)len + 1;
 			goto have;
 		}
-		n = (uint64_t)(secs * bps + 0.5);
+		double x = secs * bps + 0.5;
+		n = x <= (double)len ? (uint64_t)x : len + 1;
 	}
-	v = s[0] == '-' ? (int64_t)len - (int64_t)n : (int64_t)(is_start ? 0 : start) + (int64_t)n;
+	/* n past the recording is out of bound whichever way it counts */
+	if (n > len)
+		v = -1;
+	else
+		v = s[0] == '-' ? (int64_t)len - (int64_t)n : (int64_t)(is_start ? 0 : start) + (int64_t)n;
 have:
 	if (!rec)
 		return 0;

@@ -141,6 +141,11 @@ ok("scan_set= out of bound: said so, the choice unchanged (3)",
 r = txn("scan_set = : 05h00m31.5s : 05h00m35s ;\n", 8, "scan_set= no name, END past the last scan")
 ok("scan_set= no name, END out of bound: the choice unchanged",
    "out of bound" in r and scan_set_q().startswith("!scan_set ? 0 : 3 : t1_no0003 : "), r)
+# offsets far past any recording: out of bound, not wrapped round to 0
+for off in ["s : +999999999999d", "-999999999999d", "s : +9223372036854775807", "-9223372036854775807"]:
+    r = txn("scan_set = t1_no0001 : %s ;\n" % off, 8, "scan_set= %s" % off)
+    ok("scan_set= %s: out of bound, the choice unchanged" % off,
+       "out of bound" in r and scan_set_q().startswith("!scan_set ? 0 : 3 : t1_no0003 : "), r)
 
 # reset=abort: scan 1 into a FIFO the test reads slowly
 fifo = os.path.join(tdir, "fifo")
