@@ -31,6 +31,10 @@ struct rd_check {
 	double rate;                    /* Mbit/s per track */
 };
 
+/* scan_check?'s BYTES at most: the control port waits for the read of each
+ * recording (jive5ab takes any) */
+#define RD_CHECK_BYTES_MAX (64ull << 20)
+
 /* bytes: read from the start to count the threads (scan_check?'s BYTES,
  * 0: jive5ab's default, 1 MB) */
 static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len, uint64_t bytes, struct rd_check *c)
@@ -42,39 +46,46 @@ static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len
 		return;
 	if (!bytes)
 		bytes = 1000000;
-	size_t want = len < bytes ? (size_t)len : (size_t)bytes;
+	uint64_t want = len < bytes ? len : bytes;
 	want -= want % fs;
-	uint8_t *buf = malloc(want), last[32];
+	/* read in pieces of whole frames, about 64 KiB: the pack lock is
+	 * held for one piece at a time (a writer's commit waits for one), and
+	 * BYTES costs no memory */
+	size_t piece = fs >= 65536 ? fs : 65536 / fs * fs;
+	uint8_t *buf = malloc(piece), last[32];
 	if (!buf)
 		return;
 	struct rr_vdif_hdr h0, h1, h;
-	uint32_t seen[64];
+	uint32_t seen[64], w2 = 0, w3 = 0;
 	unsigned nseen = 0;
-	/* the pack lock in 64 KiB pieces: a writer's commit waits for one */
 	bool ok = true;
-	for (size_t off = 0; ok && off < want; off += 65536) {
-		size_t n = want - off < 65536 ? want - off : 65536;
+	for (uint64_t off = 0; ok && off < want; off += piece) {
+		size_t n = want - off < piece ? (size_t)(want - off) : piece;
 		pthread_mutex_lock(&d->pack_lock);
-		ok = recfs_rec_pread(d->p, rec, buf + off, n, off, 0) == (ssize_t)n;
+		ok = recfs_rec_pread(d->p, rec, buf, n, off, 0) == (ssize_t)n;
 		pthread_mutex_unlock(&d->pack_lock);
+		if (ok && off == 0) {
+			ok = rr_vdif_decode(buf, &h0);
+			w2 = rr_get_le32(buf + 8);
+			w3 = rr_get_le32(buf + 12);
+		}
+		for (size_t f = 0; ok && f + fs <= n; f += fs) {
+			if (!rr_vdif_decode(buf + f, &h))
+				continue;
+			unsigned k;
+			for (k = 0; k < nseen && seen[k] != h.thread; k++)
+				;
+			if (k == nseen && nseen < 64)
+				seen[nseen++] = h.thread;
+		}
 	}
 	pthread_mutex_lock(&d->pack_lock);
 	ok = ok && recfs_rec_pread(d->p, rec, last, sizeof(last), (len / fs - 1) * fs, 0) == (ssize_t)sizeof(last);
 	pthread_mutex_unlock(&d->pack_lock);
-	ok = ok && rr_vdif_decode(buf, &h0) && rr_vdif_decode(last, &h1);
-	for (size_t off = 0; ok && off + fs <= want; off += fs) {
-		if (!rr_vdif_decode(buf + off, &h))
-			continue;
-		unsigned k;
-		for (k = 0; k < nseen && seen[k] != h.thread; k++)
-			;
-		if (k == nseen && nseen < 64)
-			seen[nseen++] = h.thread;
-	}
+	ok = ok && rr_vdif_decode(last, &h1);
 	if (ok) {
-		/* word 2: log2 channels (bits 24-28); word 3: complex (31), bits
-		 * per sample - 1 (26-30) */
-		uint32_t w2 = rr_get_le32(buf + 8), w3 = rr_get_le32(buf + 12);
+		/* the first frame's word 2: log2 channels (bits 24-28); word 3:
+		 * complex (31), bits per sample - 1 (26-30) */
 		c->vdif = true;
 		c->threads = nseen ? nseen : 1;
 		c->tracks = (1u << ((w2 >> 24) & 0x1f)) * (((w3 >> 26) & 0x1f) + 1) * ((w3 >> 31) ? 2 : 1);
@@ -305,7 +316,7 @@ static int rd_scan_check_pack(struct rd *d, const struct rd_check_args *a, struc
 
 /* scan_check? [STRICT [: BYTES [: RECORDING]]] : jive5ab's STRICT (0 or 1)
  * and BYTES (read from the start to find the format; k or M after it, 1024
- * or 1048576, up to 2 GiB; a recording shorter answers 6, as jive5ab), then recfsd's
+ * or 1048576, up to RD_CHECK_BYTES_MAX; a recording shorter answers 6, as jive5ab), then recfsd's
  * RECORDING (0 to recordings - 1, or its name) for one recording's line */
 static int rd_check_parse(struct rd *d, unsigned np, char *const *p, struct rd_check_args *a, struct rd_out *o)
 {
@@ -327,8 +338,8 @@ static int rd_check_parse(struct rd *d, unsigned np, char *const *p, struct rd_c
 		uint64_t unit = l && p[1][l - 1] == 'k' ? 1024 : l && p[1][l - 1] == 'M' ? 1048576 : 1; /* jive5ab's KB, MB */
 		uint64_t v;
 		snprintf(num, sizeof(num), "%.*s", (int)(l - (unit > 1)), p[1]);
-		if (l >= sizeof(num) || recfs_parse_num("scan_check BYTES", num, 0, (2ull << 30) / unit, &v)) {
-			rd_field(o, "invalid number of bytes to read '%.32s' (up to 2 GiB, k or M after it)", p[1]);
+		if (l >= sizeof(num) || recfs_parse_num("scan_check BYTES", num, 0, RD_CHECK_BYTES_MAX / unit, &v)) {
+			rd_field(o, "invalid number of bytes to read '%.32s' (up to 64 MiB, k or M after it)", p[1]);
 			return VS_PARAM;
 		}
 		a->bytes = v * unit & ~(uint64_t)7;
