@@ -143,7 +143,11 @@ static void rcv_split(struct rr_split *sp)
 			int lane = -1;
 			if (len > sp->strip && !(msgs[i].msg_hdr.msg_flags & MSG_TRUNC) && len - sp->strip >= 32 &&
 			    rr_vdif_decode(dg, &h)) {
-				rcv_seen_key(sp->seen, seen, (uint16_t)h.station, h.thread, now);
+				/* a key the datastreams may give a lane: a whole frame's
+				 * (stray datagrams that merely decode would fill the
+				 * stations kept) */
+				if (h.length == len - sp->strip)
+					rcv_seen_key(sp->seen, seen, (uint16_t)h.station, h.thread, now);
 				lane = rcv_lane(map, (uint16_t)h.station, h.thread);
 			}
 			if (lane < 0 || (unsigned)lane >= nl) {

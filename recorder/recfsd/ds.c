@@ -135,29 +135,36 @@ static unsigned rd_plan_input(struct rd *d, unsigned i, struct rr_dsmap *m, char
 		snprintf(names[nl++], sizeof(names[0]), "%s", lab);
 		goto out;
 	}
-	/* the rows: the stations this input saw, then those named */
+	/* the rows: the stations a MATCH names first (so stray stations the
+	 * receiver saw cannot crowd them out), then the others it saw */
 	struct rr_seen *sn = in->split.seen;
-	int slot[RR_DS_STATIONS]; /* a row's in sn, -1: named only */
-	for (unsigned s = 0; s < RR_DS_STATIONS; s++) {
-		uint32_t v = atomic_load_explicit(&sn->station[s], memory_order_acquire);
-		if (v) {
-			slot[m->nst] = (int)s;
-			m->station[m->nst++] = (uint16_t)v;
-		}
-	}
-	for (unsigned k = 0; k < d->nds; k++)
-		for (unsigned j = 0; j < d->ds[k].nm; j++) {
-			const struct rd_match *mt = &d->ds[k].m[j];
-			unsigned s;
-			if (mt->kind != RD_STN_ID)
-				continue;
-			for (s = 0; s < m->nst && m->station[s] != mt->station; s++)
-				;
-			if (s == m->nst && m->nst < RR_DS_STATIONS) {
-				slot[m->nst] = -1;
-				m->station[m->nst++] = mt->station;
+	int slot[RR_DS_STATIONS]; /* a row's in sn, -1: named, not seen */
+	uint32_t keys[RR_DS_STATIONS];
+	for (unsigned s = 0; s < RR_DS_STATIONS; s++)
+		keys[s] = atomic_load_explicit(&sn->station[s], memory_order_acquire);
+	for (int named = 1; named >= 0; named--)
+		for (unsigned k = 0; k < (named ? d->nds : RR_DS_STATIONS); k++)
+			for (unsigned j = 0; j < (named ? d->ds[k].nm : 1); j++) {
+				uint16_t st;
+				if (named) {
+					if (d->ds[k].m[j].kind != RD_STN_ID)
+						continue;
+					st = d->ds[k].m[j].station;
+				} else if (keys[k]) {
+					st = (uint16_t)keys[k];
+				} else {
+					continue;
+				}
+				unsigned r, s;
+				for (r = 0; r < m->nst && m->station[r] != st; r++)
+					;
+				if (r < m->nst || m->nst == RR_DS_STATIONS)
+					continue;
+				for (s = 0; s < RR_DS_STATIONS && keys[s] != (0x10000u | st); s++)
+					;
+				slot[m->nst] = s < RR_DS_STATIONS ? (int)s : -1;
+				m->station[m->nst++] = st;
 			}
-		}
 	/* a fixed NAME takes its lane whatever arrives, in their order */
 	int fixed[RD_MAX_DS];
 	for (unsigned k = 0; k < d->nds; k++) {

@@ -4,7 +4,8 @@
 # (--lanes 4, --split's two threads the default set), changed between
 # scans: clear, add:ds{thread}:* (drudg's proc_thread), two threads merged
 # into one recording, {thread} over a range, station matching with
-# {station}, no datastreams (one recording), more recordings than lanes.
+# {station}, no datastreams (one recording), more recordings than lanes,
+# stray datagrams of 8 stations.
 # Every reply asserted; every recording compared frame by frame with what
 # was sent (its threads, in order, nothing lost or extra); refused
 # commands leave the members unchanged.
@@ -171,6 +172,21 @@ expect_reply "G: {thread} of a thread never sent" "datastream=clear;datastream=a
 scan G 700 50 Xx:0 Xx:1
 expect_reply "G: error? says the scan records nothing" "error?" \
 	"!error \\? 0 : 4 : datastreams take no frame input 0 received in the last 10 s, scan 'G' records nothing on it : .* ;"
+
+# H: stray datagrams that merely decode as VDIF headers (40 bytes, their
+# headers say 1032) from 8 stations are not kept as stations seen (8 are
+# kept): a {station} NAME still finds a new station's frames
+python3 - "$port" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for k in range(8):
+    sid = ord("J") << 8 | ord(str(k))
+    s.sendto(struct.pack("<IIII", 900, 0, 1032 // 8, 1 << 26 | sid) + bytes(24), ("127.0.0.1", int(sys.argv[1])))
+PY
+check "H: the strays arrive" wait_drained "$port"
+expect_reply "H: by a station not seen before" "datastream=clear;datastream=add:S_{station}:Qq.*" '!datastream = 0 ; !datastream = 0 ;'
+scan H 800 50 Qq:0
+expect_rec H_dsS_Qq 800 50 Qq:0
 
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
