@@ -249,11 +249,13 @@ int rd_scan_info_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	double f0 = 0, f1 = 0; /* by the VDIF time tags */
 	unsigned n = 0;
 	for (unsigned k = 0; k < d->nst; k++) {
-		char rn[RECFS_NAME_MAX + 16];
+		/* the scan's own recording names (the datastreams may have
+		 * changed the suffixes since) */
+		struct rr_seg_result res;
 		struct recfs_rec rec;
-		rd_rec_name(d, sc->name, k, rn, sizeof(rn));
+		rr_seg_result(d->st[k].r, sc->seg, &res);
 		pthread_mutex_lock(&d->pack_lock);
-		int err = rn[0] ? recfs_rec_lookup(d->p, rn, &rec) : -ENOENT;
+		int err = res.name[0] ? recfs_rec_lookup(d->p, res.name, &rec) : -ENOENT;
 		pthread_mutex_unlock(&d->pack_lock);
 		if (err || !rec.start_ns)
 			continue;

@@ -187,6 +187,10 @@ check "H: the strays arrive" wait_drained "$port"
 expect_reply "H: by a station not seen before" "datastream=clear;datastream=add:S_{station}:Qq.*" '!datastream = 0 ; !datastream = 0 ;'
 scan H 800 50 Qq:0
 expect_rec H_dsS_Qq 800 50 Qq:0
+# scan_info? of an older scan names its own recordings, not those the
+# datastreams set now would give it
+expect_reply "scan_info? D after the datastreams changed: its 2 recordings" "scan_info? D" \
+	'!scan_info \? 0 : 0 : 1 : [0-9]+ : D : complete : [^:]+ : [^:]+ : 2 : [01] ;'
 
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
