@@ -152,11 +152,15 @@ static int rd_mode_magic(const char *m, bool vdif, uint64_t v[4])
 	if (strlen(m) >= sizeof(buf) || strncasecmp(m, vdif ? "VDIF_" : "mark5b-", pl))
 		return -1;
 	snprintf(buf, sizeof(buf), "%s", m + pl);
-	char *save = NULL, *t = strtok_r(buf, "-", &save);
-	for (unsigned k = vdif ? 0 : 1; k < 4; k++, t = strtok_r(NULL, "-", &save))
+	/* strsep, not strtok: an empty field ("512--16") is refused, not
+	 * skipped */
+	char *rest = buf;
+	for (unsigned k = vdif ? 0 : 1; k < 4; k++) {
+		char *t = strsep(&rest, "-");
 		if (!t || recfs_parse_num(what[k], t, 1, hi[k], &v[k]))
 			return -1;
-	if (t)
+	}
+	if (rest)
 		return -1;
 	return vdif ? (v[0] % 8 ? -1 : 0) : (v[2] * v[3] > 64 ? -1 : 0);
 }

@@ -17,6 +17,10 @@ expect_reply "version?" "version?" "!version \\? 0 : recfsd : $ver ;"
 expect_reply "mode= VDIF as configured" "mode = VDIF_8000-512-16-2" '!mode = 0 ;'
 expect_reply "mode? in jive5ab's layout: mode, type, tracks, track rate, frame size" "mode?" '!mode \? 0 : VDIF_8000-512-16-2 : VDIF : 32 : 16000000.000 : 8032 ;'
 expect_reply "mode= a malformed VDIF mode" "mode = VDIF_8000-512-x-2" "!mode = 8 : mode 'VDIF_8000-512-x-2'. want VDIF_<payload bytes>-<Mbit/s>-<channels>-<bits> ;"
+for m in VDIF_8000-512--16-2 VDIF_8000-512-16-2- VDIF_-8000-512-16-2; do
+	expect_reply "mode= an empty field ($m) is refused" "mode = $m" "!mode = 8 : mode '$m'. want VDIF_<payload bytes>-<Mbit/s>-<channels>-<bits> ;"
+done
+expect_reply "mode? unchanged by the refusals" "mode?" '!mode \? 0 : VDIF_8000-512-16-2 : VDIF : 32 : 16000000.000 : 8032 ;'
 expect_reply "mode= another data type is refused" "mode=mark5b" "!mode = 8 : mode 'mark5b'. recfsd takes VDIF_<payload>-<Mbit/s>-<channels>-<bits>, mark5b-<Mbit/s>-<channels>-<bits>, raw or none ;"
 expect_reply "net_protocol=udps (the sequence-number prefix stripped)" "net_protocol=udps" '!net_protocol = 0 ;'
 expect_reply "net_protocol= as FlexBuff sends it, buffer within --rcvbuf" "net_protocol=udps:32000000:256000000:4" '!net_protocol = 0 ;'
