@@ -13,6 +13,8 @@
 
 #include "ctl.h"
 
+#define RD_DS_LIST_MAX 960 /* datastream?'s fields, bytes */
+
 /* datastream? [NAME] : jive5ab's: how many, then their names; with NAME
  * its match specifications as given. */
 int rd_datastream_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
@@ -28,9 +30,16 @@ int rd_datastream_q(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 		rd_field(o, "The stream '%.32s' is not defined", p[0]);
 		return VS_PARAM;
 	}
+	/* the names while the reply fits the FS's 1022 bytes (32 names of 32
+	 * bytes would not): the rest counted in a last field */
 	rd_field(o, "%u", d->nds);
-	for (unsigned k = 0; k < d->nds; k++)
+	for (unsigned k = 0; k < d->nds; k++) {
+		if (o->used + strlen(d->ds[k].name) + 3 > RD_DS_LIST_MAX) {
+			rd_field(o, "and %u more", d->nds - k);
+			break;
+		}
 		rd_field(o, "%s", d->ds[k].name);
+	}
 	return VS_OK;
 }
 

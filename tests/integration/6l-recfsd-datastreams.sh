@@ -191,6 +191,23 @@ expect_rec H_dsS_Qq 800 50 Qq:0
 # datastreams set now would give it
 expect_reply "scan_info? D after the datastreams changed: its 2 recordings" "scan_info? D" \
 	'!scan_info \? 0 : 0 : 1 : [0-9]+ : D : complete : [^:]+ : [^:]+ : 2 : [01] ;'
+# 32 datastreams of 32-byte names: datastream? fits the FS's 1022 bytes,
+# the names past it counted
+run python3 - "$(dirname "$0")/../tools" "$RD_CTL" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from vsi import VSI, split
+v = VSI(*split(sys.argv[2]))
+assert v.cmd("datastream=clear") == "!datastream = 0 ;"
+for k in range(32):
+    r = v.cmd("datastream=add:%s:%d" % (("n%02d{thread}" % k).ljust(32, "x"), 100 + k))
+    assert r == "!datastream = 0 ;", r
+r = v.cmd("datastream?")
+assert len(r) + 1 <= 1022 and r.startswith("!datastream ? 0 : 32 : n00") and r.endswith(" more ;"), (len(r), r)
+print(len(r), "bytes:", r[-40:])
+PY
+check "datastream? of 32 long names fits 1022 bytes ($OUT)" test "$RC" = 0
+expect_reply "clear" "datastream=clear" '!datastream = 0 ;'
 
 stop_recfsd
 check "recfsd exits 0" test "$RD_RC" = 0
