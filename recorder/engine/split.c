@@ -91,9 +91,27 @@ static void rcv_split(struct rr_split *sp)
 		rr_set_stop(r0, RR_STOP_INPUT);
 		goto out_free;
 	}
+	unsigned held = 0; /* batches left unread while a post was half done */
 	for (;;) {
 		if (atomic_load(&r0->stop))
 			break;
+		/* record=on posts the scan to the lanes one after another; a
+		 * lane still in the last scan while lane 0 (and so the map) is
+		 * in the next would take frames the next scan's map routes to
+		 * it.  Open nothing until every lane has it: the control plane
+		 * ends the post within microseconds; bounded all the same, in
+		 * case a lane never gets it (a refused post) */
+		uint64_t p0 = atomic_load_explicit(&r0->seg_posted, memory_order_acquire);
+		bool half = false;
+		for (unsigned l = 1; l < nl; l++)
+			half |= atomic_load_explicit(&sp->lane[l]->seg_posted, memory_order_acquire) != p0;
+		if (half && held < 10000) {
+			held++;
+			sched_yield();
+			continue;
+		}
+		if (!half)
+			held = 0;
 		bool any = false; /* a lane recording */
 		for (unsigned l = 0; l < nl; l++) {
 			struct rr *r = sp->lane[l];
