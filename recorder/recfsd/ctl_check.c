@@ -48,6 +48,8 @@ static void rd_check_rec(struct rd *d, const struct recfs_rec *rec, uint64_t len
 		bytes = 1000000;
 	uint64_t want = len < bytes ? len : bytes;
 	want -= want % fs;
+	if (want < fs)
+		want = fs; /* the first frame at least (len is one or more) */
 	/* read in pieces of whole frames, about 64 KiB: the pack lock is
 	 * held for one piece at a time (a writer's commit waits for one), and
 	 * BYTES costs no memory */

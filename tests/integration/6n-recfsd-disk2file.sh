@@ -96,7 +96,7 @@ ok("scan_set = ; the last scan (4)", scan_set_q().startswith("!scan_set ? 0 : 4 
 txn("scan_set = 1 ;\n", 0, "scan_set=1")
 whole = fs.send("scan_check?\n")[2]
 ok("scan_check? of scan 1", whole.startswith("!scan_check ? 0 : 1 : t1_no0001 : VDIF : 32 : "), whole)
-for q in ["scan_check? 1\n", "scan_check? 0 : 64k\n", "scan_check? : 1M\n", "scan_check? 1 : 1000000 : 0\n",
+for q in ["scan_check? 1\n", "scan_check? 0 : 64k\n", "scan_check? : 8\n", "scan_check? : 1M\n", "scan_check? 1 : 1000000 : 0\n",
           "scan_check? : : t1_no0001\n"]:
     r = txn(q, 0, q.strip())
     ok(q.strip() + ": the same line", r.split(" : ", 1)[1:] == whole.split(" : ", 1)[1:], r)
