@@ -154,11 +154,7 @@ ok("disk2file= onto a member: refused naming it, the member unchanged",
    "member" in r and digest(member) == before, r)
 pull = os.path.join(tdir, "pull.m5a")
 txn("disk2file = %s : 8032 : +%d : n ;\n" % (pull, 60 * F), 1, "disk2file= 60 frames from the second")
-for _ in range(400):
-    r = txn("disk2file?\n", 0, "disk2file?")
-    if ": inactive" in r:
-        break
-    time.sleep(0.01)
+r = chk.d2f_done("disk2file?")
 ok("disk2file? inactive when done, naming the file", r == "!disk2file ? 0 : inactive : %s ;\n" % pull, r)
 ok("disk2file: the file is frames 1-60 of scan 15, as sent", open(pull, "rb").read() == b"".join(sent["r41234_mh_no0015"][1:61]))
 r = txn("disk2file = %s : : : n ;\n" % pull, 6, "disk2file= n onto an existing file is refused")
@@ -179,11 +175,7 @@ def fs_disk2file(label, dest, start, end, desc):
         if ip2:
             break
     ok(desc + ": scan_set = ; 0, scan_set= 0, disk2file= 1", [g[0] for g in got] == [0, 0, 1], got)
-    for _ in range(400):
-        r = txn("disk2file?\n", 0, desc + ": disk2file?")
-        if ": inactive" in r:
-            break
-        time.sleep(0.01)
+    r = chk.d2f_done(desc + ": disk2file?")
     ok(desc + ": disk2file? inactive when done, naming the file", r == "!disk2file ? 0 : inactive : %s ;\n" % dest, r)
     return open(dest, "rb").read() if os.path.exists(dest) else b""
 got = fs_disk2file("r41234_mh_no0015", os.path.join(tdir, "fs15.m5a"), "", "", "FS disk2file=LABEL,DEST")

@@ -242,11 +242,7 @@ ok("scan_set= a part of the name finds scan 2's recordings",
 def pull(sel, dest, args, want, desc):
     txn("scan_set=%s;\n" % sel, 0, desc + ": scan_set=" + sel)
     txn("disk2file=%s%s;\n" % (dest, args), 1, desc + ": disk2file=")
-    for _ in range(500):
-        r = txn("disk2file?;\n", 0, desc + ": disk2file?")
-        if ":inactive" in r:
-            break
-        time.sleep(0.01)
+    r = chk.d2f_done(desc + ": disk2file?", "disk2file?;\n")
     ok(desc + ": disk2file? inactive, naming the file", r == "!disk2file?0:inactive:%s;\n" % dest, r)
     got = open(dest, "rb").read()
     ok(desc + ": the bytes are what input b sent", got == want, "%d bytes, want %d" % (len(got), len(want)))

@@ -207,22 +207,14 @@ os.close(rd)
 # the next disk2file= works: scan 1 whole into a file
 dest = os.path.join(tdir, "s1.m5a")
 txn("disk2file = %s : : : w ; \n " % dest, 1, "disk2file= after the abort")
-for _ in range(500):
-    r = txn("disk2file?\n", 0, "disk2file?")
-    if ": inactive" in r:
-        break
-    time.sleep(0.01)
+r = chk.d2f_done("disk2file?")
 ok("disk2file after the abort: inactive, no error", r == "!disk2file ? 0 : inactive : %s ;\n" % dest, r)
 ok("disk2file after the abort: scan 1 whole", open(dest, "rb").read() == want)
 # jive5ab's resume: what an aborted copy left, completed
 part = os.path.join(tdir, "part.m5a")
 open(part, "wb").write(want[:100000])
 txn("disk2file = %s : : : resume ;\n" % part, 1, "disk2file= resume")
-for _ in range(500):
-    r = txn("disk2file?\n", 0, "disk2file?")
-    if ": inactive" in r:
-        break
-    time.sleep(0.01)
+r = chk.d2f_done("disk2file?")
 ok("disk2file resume: the file is scan 1 whole", open(part, "rb").read() == want)
 r = txn("disk2file = %s : 0 : +1000 : resume ;\n" % part, 6, "disk2file= resume onto a file longer than the range")
 ok("resume onto a longer file: refused naming it, the file unchanged", part in r and open(part, "rb").read() == want, r)

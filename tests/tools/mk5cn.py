@@ -363,5 +363,15 @@ class Checks:
                 "ip2 %s rc %s reply %r" % (ip2, rc, reply))
         return reply
 
+    def d2f_done(self, desc, query="disk2file?\n", secs=20.0):
+        """disk2file? until the copy is inactive (each reply checked for
+        rc 0); the last reply"""
+        end = time.monotonic() + secs
+        while True:
+            r = self.txn(query, 0, desc)
+            if "inactive" in r or time.monotonic() > end:
+                return r
+            time.sleep(0.01)
+
     def done(self):
         raise SystemExit(1 if self.fails else 0)
