@@ -97,6 +97,30 @@ int rd_check_sealed(struct rd *d, struct rd_out *o)
 	return 0;
 }
 
+/* A size as jive5ab reads net_protocol's and scan_check's (net_protocol.cc): strtol
+ * with base 0 (decimal, 0x hex, 0 octal), then an optional unit k (1024)
+ * or M (1024 * 1024) and nothing after; here strictly: digits first (no
+ * sign, no space), no overflow.  0, or -1 not a number, -2 out of range. */
+int rd_num_ku(const char *s, bool unit, uint64_t max, uint64_t *out)
+{
+	if (*s == '-' || *s == '+')
+		return *s == '-' && s[1] >= '0' && s[1] <= '9' ? -2 : -1;
+	if (*s < '0' || *s > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	uint64_t mul = 1;
+	if (unit && (*end == 'k' || *end == 'M'))
+		mul = *end++ == 'k' ? 1024 : 1024 * 1024;
+	if (*end)
+		return -1;
+	if (errno == ERANGE || v > max / mul)
+		return -2;
+	*out = v * mul;
+	return 0;
+}
+
 /* A scan's recording as the engine sealed it may since have been deleted
  * (delete=) and its rows given to a later scan: is rec still on the
  * directory, the same recording (its uid)?  When not, why in o and

@@ -34,6 +34,9 @@ int rd_name_part(const char *s, size_t max);
 /* scan_set's scan (d->check) sealed in every stream: 0, or VS_BUSY with
  * why (still recording, still being sealed) in o */
 int rd_check_sealed(struct rd *d, struct rd_out *o);
+/* a size: digits (base 0), then k or M when unit: 0, -1 not a number, -2
+ * out of range */
+int rd_num_ku(const char *s, bool unit, uint64_t max, uint64_t *out);
 int rd_rec_alive(struct rd *d, const struct recfs_rec *rec, struct rd_out *o);
 bool rd_check_rate(struct rd *d, const struct recfs_rec *rec, double *first, double *bps);
 int rd_scan_off(struct rd *d, const char *s, bool is_start, const struct recfs_rec *rec, uint64_t start,

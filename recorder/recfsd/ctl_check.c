@@ -335,16 +335,12 @@ static int rd_check_parse(struct rd *d, unsigned np, char *const *p, struct rd_c
 		return VS_PARAM;
 	}
 	if (np > 1 && p[1][0]) {
-		char num[32];
-		size_t l = strlen(p[1]);
-		uint64_t unit = l && p[1][l - 1] == 'k' ? 1024 : l && p[1][l - 1] == 'M' ? 1048576 : 1; /* jive5ab's KB, MB */
 		uint64_t v;
-		snprintf(num, sizeof(num), "%.*s", (int)(l - (unit > 1)), p[1]);
-		if (l >= sizeof(num) || recfs_parse_num("scan_check BYTES", num, 0, RD_CHECK_BYTES_MAX / unit, &v)) {
+		if (rd_num_ku(p[1], true, RD_CHECK_BYTES_MAX, &v)) {
 			rd_field(o, "invalid number of bytes to read '%.32s' (up to 64 MiB, k or M after it)", p[1]);
 			return VS_PARAM;
 		}
-		a->bytes = v * unit & ~(uint64_t)7;
+		a->bytes = v & ~(uint64_t)7;
 		if (!a->bytes) {
 			rd_field(o, "need to read more than 0 bytes to detect anything");
 			return VS_PARAM;

@@ -208,30 +208,6 @@ int rd_mode(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	return VS_OK;
 }
 
-/* net_protocol's numbers as jive5ab reads them (net_protocol.cc): strtol
- * with base 0 (decimal, 0x hex, 0 octal), then an optional unit k (1024)
- * or M (1024 * 1024) and nothing after; here strictly: digits first (no
- * sign, no space), no overflow.  0, or -1 not a number, -2 out of range. */
-static int rd_np_num(const char *s, bool unit, uint64_t max, uint64_t *out)
-{
-	if (*s == '-' || *s == '+')
-		return *s == '-' && s[1] >= '0' && s[1] <= '9' ? -2 : -1;
-	if (*s < '0' || *s > '9')
-		return -1;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	uint64_t mul = 1;
-	if (unit && (*end == 'k' || *end == 'M'))
-		mul = *end++ == 'k' ? 1024 : 1024 * 1024;
-	if (*end)
-		return -1;
-	if (errno == ERANGE || v > max / mul)
-		return -2;
-	*out = v * mul;
-	return 0;
-}
-
 /* What the kernel gave input i's socket for data (it reports twice what
  * it keeps): 0 when it cannot be read. */
 static uint64_t rd_np_have(struct rd *d, unsigned i)
@@ -330,7 +306,7 @@ int rd_net_protocol(struct rd *d, unsigned np, char *const *p, struct rd_out *o)
 	for (unsigned k = 1; k < np; k++) {
 		if (!p[k][0])
 			continue;
-		int e = rd_np_num(p[k], k < 3, hi[k], &v[k]);
+		int e = rd_num_ku(p[k], k < 3, hi[k], &v[k]);
 		if (!e && k == 3 && !v[k])
 			e = -2;
 		if (e == -1) {
