@@ -24,8 +24,7 @@ for m in $MEMBERS; do
 done
 check "chunk $BAD located on a member" test -n "$where"
 mfile=${where%:*} moff=${where#*:}
-printf '\x5a' | cmp -s - <(dd if="$mfile" bs=1 skip=$((moff + 1000)) count=1 2>/dev/null) && flip='\xa5' || flip='\x5a'
-printf "$flip" | dd of="$mfile" bs=1 seek=$((moff + 1000)) conv=notrunc 2>/dev/null
+flip_byte "$mfile" $((moff + 1000))
 check "the byte is changed on the member" bash -c "! cmp -s <(dd if='$mfile' bs=1 skip=$((moff + 1000)) count=1 2>/dev/null) <(dd if='$T_DIR/src' bs=1 skip=$((BAD * CS + 1000)) count=1 2>/dev/null)"
 
 M=$T_DIR/mnt
